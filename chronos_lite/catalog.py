@@ -1,0 +1,129 @@
+"""What the user's tables look like: columns, primary key, unique constraints.
+
+Read from SQLite's own pragmas each time the schema changes; the shadow objects (history,
+overlays, triggers, world views) are generated from these descriptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from .sqltext import quote_ident
+
+PREFIX = "_chronos_"
+ROWID_COL = "_chronos_rowid"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    decltype: str
+    notnull: bool
+    default: str | None
+    generated: bool
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """One user table as chronos sees it.
+
+    ``key_kind`` is ``int`` (an INTEGER PRIMARY KEY, the rowid), ``rowid`` (no primary key:
+    the hidden rowid is the key), ``single`` (one other primary-key column) or ``composite``.
+    """
+
+    name: str
+    columns: tuple[Column, ...]
+    key_kind: str
+    pk: tuple[str, ...]
+    uniques: tuple[tuple[str, ...], ...]
+    without_rowid: bool
+    autoincrement: bool
+    sql: str
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def writable(self) -> list[Column]:
+        return [c for c in self.columns if not c.generated]
+
+    @property
+    def key_cols(self) -> tuple[str, ...]:
+        """The key's columns in shadow tables (the hidden rowid gets a column of its own)."""
+        return (ROWID_COL,) if self.key_kind == "rowid" else self.pk
+
+    def main_key(self, prefix: str = "") -> str:
+        """The key of a row of the real table, as an SQL expression (a row value if composite)."""
+        if self.key_kind == "rowid":
+            return f"{prefix}rowid"
+        cols = [prefix + quote_ident(c) for c in self.pk]
+        return cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"
+
+    def shadow_key(self, prefix: str = "") -> str:
+        """The key of a row of a shadow table (history or overlay)."""
+        cols = [prefix + quote_ident(c) for c in self.key_cols]
+        return cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"
+
+
+def user_tables(conn: apsw.Connection) -> list[str]:
+    rows = conn.execute(
+        "select name from pragma_table_list where schema = 'main' and type = 'table' "
+        "and name not like 'sqlite\\_%' escape '\\' and name not like '\\_chronos\\_%' escape '\\'"
+        " order by name"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def table_info(conn: apsw.Connection, name: str) -> TableInfo:
+    q = quote_ident(name)
+    cols: list[Column] = []
+    pk: list[tuple[int, str]] = []
+    for _cid, cname, ctype, notnull, dflt, pkpos, hidden in conn.execute(
+        f"pragma main.table_xinfo({q})"
+    ):
+        if hidden == 1:
+            continue
+        cols.append(Column(cname, ctype or "", bool(notnull), dflt, hidden in (2, 3)))
+        if pkpos:
+            pk.append((pkpos, cname))
+    pk_names = tuple(c for _, c in sorted(pk))
+    row = conn.execute(
+        "select wr from pragma_table_list where schema = 'main' and name = ?", (name,)
+    ).fetchone()
+    without_rowid = bool(row and row[0])
+    sql = conn.execute(
+        "select sql from main.sqlite_schema where type = 'table' and name = ?", (name,)
+    ).fetchone()[0]
+    if not pk_names:
+        kind = "rowid"
+    elif len(pk_names) > 1:
+        kind = "composite"
+    else:
+        decl = next(c.decltype for c in cols if c.name == pk_names[0])
+        kind = "int" if decl.upper() == "INTEGER" and not without_rowid else "single"
+    uniques = []
+    for _seq, iname, unique, origin, partial in conn.execute(f"pragma main.index_list({q})"):
+        if not unique or partial or origin == "pk":
+            continue
+        icols = [r[2] for r in conn.execute(f"pragma main.index_info({quote_ident(iname)})")]
+        if icols and all(c is not None for c in icols) and tuple(icols) != pk_names:
+            uniques.append(tuple(icols))
+    autoinc = bool(
+        conn.execute(
+            "select 1 from main.sqlite_schema where name = 'sqlite_sequence'"
+        ).fetchone()
+        and "AUTOINCREMENT" in sql.upper()
+    )
+    return TableInfo(
+        name=name,
+        columns=tuple(cols),
+        key_kind=kind,
+        pk=pk_names,
+        uniques=tuple(uniques),
+        without_rowid=without_rowid,
+        autoincrement=autoinc,
+        sql=sql,
+    )

@@ -1,0 +1,411 @@
+"""A chronos database: one folder, one SQLite file, connections on main and on worlds."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from . import shadow
+from .catalog import PREFIX, TableInfo, table_info, user_tables
+from .sqltext import quote_ident
+from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
+from .shadow import DEAD, SEQ, WORLD, overlay_table
+from .worldsql import CTX_DDL, world_objects
+
+DB_FILE = "chronos.db"
+BUSY_TIMEOUT_MS = 60_000
+MAX_META_BYTES = 64 * 1024
+WORLD_POOL = 16
+OWNER = "owner"
+
+
+@dataclass(frozen=True)
+class World:
+    """An open world (a branch other than main)."""
+
+    id: int
+    wid: str
+    name: str
+    parent_id: int | None
+    parent: str
+    base_seq: int
+    fork_seq: int
+    owner: str
+    meta: dict
+    version: int
+    created: float
+
+
+@dataclass
+class Session:
+    """A connection placed on one branch: main, or a world through TEMP views."""
+
+    conn: apsw.Connection
+    world: World | None = None
+    built_for: tuple | None = None
+    temp_version: int = 0
+    own_temp: set[str] = field(default_factory=set)
+
+    @property
+    def branch(self) -> str:
+        return self.world.name if self.world else "main"
+
+
+def _world_from_row(row: tuple) -> World:
+    wid_int, wid, name, parent_id, parent, base, fork, owner, meta, version, created = row
+    return World(wid_int, wid, name, parent_id, parent or "main", base, fork, owner,
+                 json.loads(meta), version, created)
+
+
+WORLD_COLUMNS = (
+    "w.id, w.wid, w.name, w.parent, p.name, w.base_seq, w.fork_seq, w.owner, w.meta, "
+    "w.version, w.created"
+)
+WORLD_FROM = "_chronos_worlds AS w LEFT JOIN _chronos_worlds AS p ON p.id = w.parent"
+
+
+def _connect(path: Path, synchronous: str) -> apsw.Connection:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
+    return conn
+
+
+class Database:
+    """An open chronos database folder. Not shared between threads."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / DB_FILE
+        if not self.path.is_file():
+            raise ChronosError(
+                f"{folder} is not a chronos database (no {DB_FILE} in it): "
+                f"create one with `chronos init {folder}`",
+                NOT_FOUND,
+            )
+        # Writes to main and merges are on disk before they return (synchronous=full);
+        # writes to worlds are batched by WAL (synchronous=normal).
+        self._main = Session(_connect(self.path, "full"))
+        self._worlds: OrderedDict[int, Session] = OrderedDict()
+        self._tables: dict[str, tuple[int, TableInfo]] = {}
+        self._schema_version: int | None = None
+        self.caller_name = OWNER
+
+    # --- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        for s in self._worlds.values():
+            s.conn.close()
+        self._worlds.clear()
+        self._main.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transactions -----------------------------------------------------------------------
+
+    @contextmanager
+    def write(self, conn: apsw.Connection | None = None) -> Iterator[apsw.Connection]:
+        """A write transaction (BEGIN IMMEDIATE: waits for other writers, never 'locked')."""
+        conn = conn or self._main.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # --- schema -----------------------------------------------------------------------------
+
+    def tables(self) -> dict[str, tuple[int, TableInfo]]:
+        """User tables with their shadow numbers, brought up to date with main's schema."""
+        conn = self._main.conn
+        version = conn.execute("pragma main.schema_version").fetchone()[0]
+        if version != self._schema_version:
+            self._refresh_tables(version)
+        return self._tables
+
+    def _refresh_tables(self, version: int) -> None:
+        conn = self._main.conn
+        synced = conn.execute(
+            "select value from _chronos_meta where key = 'synced_schema'"
+        ).fetchone()
+        if synced and synced[0] == version:
+            self._tables = self._read_tables(conn)
+        else:
+            with self.write(conn):
+                self._tables = shadow.sync(conn)
+                self._mark_synced(conn)
+        self._schema_version = conn.execute("pragma main.schema_version").fetchone()[0]
+
+    @staticmethod
+    def _mark_synced(conn: apsw.Connection) -> None:
+        conn.execute(
+            "insert or replace into _chronos_meta values ('synced_schema', "
+            "(select schema_version from pragma_schema_version))"
+        )
+
+    @staticmethod
+    def _read_tables(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
+        ids = dict(conn.execute("select name, id from _chronos_tables where dropped = 0"))
+        return {name: (ids[name], table_info(conn, name)) for name in user_tables(conn)}
+
+    def sync_in_transaction(self, conn: apsw.Connection) -> None:
+        """Follow a schema change made inside an open transaction (DDL in a sql call)."""
+        self._tables = shadow.sync(conn)
+        self._mark_synced(conn)
+        self._schema_version = None
+
+    def table(self, name: str) -> tuple[int, TableInfo]:
+        tables = self.tables()
+        if name in tables:
+            return tables[name]
+        for tname, entry in tables.items():
+            if tname.lower() == name.lower():
+                return entry
+        known = ", ".join(sorted(tables)) or "none yet"
+        raise ChronosError(f"no table '{name}'; tables: {known}", NOT_FOUND)
+
+    # --- worlds -----------------------------------------------------------------------------
+
+    def clock(self, conn: apsw.Connection | None = None) -> int:
+        conn = conn or self._main.conn
+        return conn.execute("select seq from _chronos_clock").fetchone()[0]
+
+    def world(self, name: str, conn: apsw.Connection | None = None) -> World:
+        """The open world of that name (raises a clear error if there is none)."""
+        conn = conn or self._main.conn
+        row = conn.execute(
+            f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.name = ? and w.state = 'open'",
+            (name,),
+        ).fetchone()
+        if row is None:
+            names = [r[0] for r in conn.execute(
+                "select name from _chronos_worlds where state = 'open' order by name")]
+            listing = ", ".join(["main", *names])
+            raise ChronosError(f"no branch '{name}'; branches: {listing}", NOT_FOUND)
+        return _world_from_row(row)
+
+    def resolve(self, branch: str | None) -> World | None:
+        """None for main, else the open world named ``branch``."""
+        if branch is None or branch == "main":
+            return None
+        return self.world(branch)
+
+    def worlds(self) -> list[World]:
+        rows = self._main.conn.execute(
+            f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.state = 'open' order by w.id"
+        ).fetchall()
+        return [_world_from_row(r) for r in rows]
+
+    def children(self, world: World, conn: apsw.Connection | None = None) -> list[World]:
+        """Every open world forked from ``world``, and from those, deepest last."""
+        conn = conn or self._main.conn
+        rows = conn.execute(
+            f"with recursive d(id) as (select id from _chronos_worlds where parent = ? "
+            f"and state = 'open' union all select w.id from _chronos_worlds w join d "
+            f"on w.parent = d.id where w.state = 'open') "
+            f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.id in (select id from d) "
+            f"order by w.id",
+            (world.id,),
+        ).fetchall()
+        return [_world_from_row(r) for r in rows]
+
+    def fork(self, name: str, source: str | None = None, meta: dict | None = None,
+             owner: str | None = None) -> World:
+        """Create a world from main or from another world. Instant: no rows are copied from
+        main; forking a world copies only that world's own changes."""
+        if name == "main":
+            raise ChronosError("'main' is taken by the database itself; pick another branch name")
+        if "@" in name:
+            raise ChronosError(f"branch names can't contain '@' (it reads as name@when): '{name}'")
+        meta_text = encode_meta(meta or {})
+        tables = self.tables()
+        with self.write() as conn:
+            exists = conn.execute(
+                "select 1 from _chronos_worlds where name = ? and state = 'open'", (name,)
+            ).fetchone()
+            if exists:
+                raise ChronosError(
+                    f"branch '{name}' already exists: pick another name, or discard it first",
+                    IN_USE,
+                )
+            parent = self.resolve(source) if source not in (None, "main") else None
+            clock = self.clock(conn)
+            base = parent.base_seq if parent else clock
+            conn.execute(
+                "insert into _chronos_worlds(wid, name, parent, base_seq, fork_seq, owner, meta, "
+                "created) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                ("w" + secrets.token_hex(8), name, parent.id if parent else None, base, clock,
+                 owner or self.caller_name, meta_text, time.time()),
+            )
+            new_id = conn.last_insert_rowid()
+            if parent:
+                for n, _t in tables.values():
+                    conn.execute(self._copy_overlay_sql(n), (new_id, parent.id))
+        return self.world(name)
+
+    def _copy_overlay_sql(self, n: int) -> str:
+        o = overlay_table(n)
+        cols = [r[1] for r in self._main.conn.execute(f"pragma table_info({o})")]
+        rest = ", ".join(quote_ident(c) for c in cols if c != WORLD)
+        return f"insert into {o}({WORLD}, {rest}) select ?, {rest} from {o} where {WORLD} = ?"
+
+    def discard(self, name: str, cascade: bool = False) -> list[World]:
+        """Throw a world (and with ``cascade`` its descendants) away. Returns what was discarded."""
+        world = self.world(name)
+        with self.write() as conn:
+            below = self.children(world, conn)
+            if below and not cascade:
+                names = ", ".join(w.name for w in below)
+                raise ChronosError(
+                    f"branch '{name}' has branches forked from it ({names}): discard those "
+                    f"first, or pass cascade=true to discard them too",
+                    IN_USE,
+                )
+            gone = [*reversed(below), world]
+            for w in gone:
+                self._drop_world_rows(conn, w.id)
+        for w in gone:
+            session = self._worlds.pop(w.id, None)
+            if session:
+                session.conn.close()
+        return gone
+
+    def _drop_world_rows(self, conn: apsw.Connection, world_id: int) -> None:
+        for (n,) in conn.execute("select id from _chronos_tables").fetchall():
+            conn.execute(f"delete from {overlay_table(n)} where {WORLD} = ?", (world_id,))
+        conn.execute(
+            "update _chronos_worlds set state = 'discarded', ended = ? where id = ?",
+            (time.time(), world_id),
+        )
+
+    def set_meta(self, name: str, changes: dict) -> World:
+        """Merge ``changes`` into a world's metadata; a None value removes a key."""
+        if name == "main":
+            raise ChronosError("main has no metadata: set_meta works on a branch you forked")
+        with self.write() as conn:
+            world = self.world(name, conn)
+            meta = dict(world.meta)
+            for key, value in changes.items():
+                if value is None:
+                    meta.pop(key, None)
+                else:
+                    meta[key] = value
+            conn.execute(
+                "update _chronos_worlds set meta = ? where id = ?", (encode_meta(meta), world.id)
+            )
+        return self.world(name)
+
+    def changes_count(self, world: World) -> int:
+        """Rows the world wrote since it was forked (entries in its overlay newer than the fork)."""
+        total = 0
+        conn = self._main.conn
+        for n, _t in self.tables().values():
+            total += conn.execute(
+                f"select count(*) from {overlay_table(n)} where {WORLD} = ? and {SEQ} > ?",
+                (world.id, world.fork_seq),
+            ).fetchone()[0]
+        return total
+
+    def bump_version(self, conn: apsw.Connection, world: World) -> None:
+        conn.execute("update _chronos_worlds set version = version + 1 where id = ?", (world.id,))
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def session(self, branch: str | None) -> Session:
+        """A connection placed on ``branch``, its world views current."""
+        world = self.resolve(branch)
+        tables = self.tables()
+        if world is None:
+            return self._main
+        session = self._worlds.get(world.id)
+        if session is None:
+            session = Session(_connect(self.path, "normal"), world)
+            session.conn.execute(CTX_DDL)
+            self._worlds[world.id] = session
+            while len(self._worlds) > WORLD_POOL:
+                _, old = self._worlds.popitem(last=False)
+                old.conn.close()
+        else:
+            self._worlds.move_to_end(world.id)
+        session.world = world
+        key = (world.id, world.base_seq, self._schema_version)
+        if session.built_for != key:
+            self._build_world(session, tables, world)
+            session.built_for = key
+        return session
+
+    def _build_world(self, session: Session, tables: dict, world: World) -> None:
+        conn = session.conn
+        for name, kind in conn.execute(
+            "select name, type from temp.sqlite_schema where type in ('view', 'table') "
+            "and name != '_chronos_ctx'"
+        ).fetchall():
+            conn.execute(f"drop {kind} temp.{quote_ident(name)}")
+        statements = world_objects(tables, world.id, world.base_seq)
+        conn.execute("BEGIN")
+        try:
+            for stmt in statements:
+                conn.execute(stmt)
+        finally:
+            conn.execute("COMMIT")
+        session.own_temp = {
+            r[0] for r in conn.execute("select name from temp.sqlite_schema")
+        }
+        session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
+
+    def end_call(self, session: Session) -> None:
+        """Each call is its own session: drop TEMP objects the call created."""
+        conn = session.conn
+        if conn.execute("pragma temp.schema_version").fetchone()[0] == session.temp_version:
+            return
+        for name, kind in conn.execute(
+            "select name, type from temp.sqlite_schema where type in ('table', 'view', "
+            "'trigger', 'index')"
+        ).fetchall():
+            if name not in session.own_temp and kind in ("table", "view", "trigger"):
+                try:
+                    conn.execute(f"drop {kind} if exists temp.{quote_ident(name)}")
+                except apsw.Error:
+                    pass
+        session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
+
+    @property
+    def main(self) -> Session:
+        return self._main
+
+
+def encode_meta(meta: Any) -> str:
+    if not isinstance(meta, dict):
+        raise ChronosError("'meta' must be a JSON object, e.g. {\"task\": \"fix names\"}")
+    text = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
+    if len(text.encode()) > MAX_META_BYTES:
+        raise ChronosError(
+            f"'meta' is {len(text.encode()):,} bytes of JSON; at most 65,536 (64 KB) are kept: "
+            f"store large notes elsewhere and put a reference in meta",
+            BAD_ARGUMENT,
+        )
+    return text
+
+
+def is_internal(name: str) -> bool:
+    return name.startswith(PREFIX) or name.startswith("sqlite_")
+
+
+__all__ = ["Database", "World", "Session", "DB_FILE", "DEAD"]

@@ -1,0 +1,33 @@
+"""The one error type every front end knows how to show.
+
+A ChronosError carries a SQLSTATE-style code where one fits, a message that says how to fix the
+call, and optional data (conflict rows, for example). MCP turns it into ``isError: true``, the
+CLI into a one-line message and a non-zero exit, the shell prints it and goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BAD_ARGUMENT = "22023"
+NOT_FOUND = "P0002"
+REFUSED = "42501"
+UNIQUE_VIOLATION = "23505"
+FOREIGN_KEY_VIOLATION = "23503"
+CHECK_VIOLATION = "23514"
+CONFLICT = "40001"
+SQL_ERROR = "42000"
+IN_USE = "55006"
+
+
+class ChronosError(Exception):
+    """A failure a user can act on: ``message`` says how to fix the call; nothing was changed."""
+
+    def __init__(self, message: str, code: str = BAD_ARGUMENT, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
+
+    def __str__(self) -> str:
+        return self.message

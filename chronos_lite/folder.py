@@ -1,0 +1,68 @@
+"""Creating a database folder, empty or adopting an existing SQLite file as main."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+
+from . import shadow
+from .db import DB_FILE, Database
+from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
+
+
+def init(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Database:
+    """Create a database folder (and its one SQLite file); ``from_file`` becomes main."""
+    folder = Path(folder)
+    path = folder / DB_FILE
+    if path.exists():
+        raise ChronosError(f"{folder} already holds a chronos database: open it instead", IN_USE)
+    if folder.exists() and not folder.is_dir():
+        raise ChronosError(f"{folder} is a file: give a folder path for the database")
+    if from_file is not None:
+        source = Path(from_file)
+        if not source.is_file():
+            raise ChronosError(f"--from {source}: no such file", NOT_FOUND)
+        _check_sqlite(source)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (DB_FILE + ".init")
+    try:
+        conn = apsw.Connection(str(tmp))
+        if from_file is not None:
+            # The backup API copies a consistent snapshot, even of a file in use.
+            src = apsw.Connection(str(from_file), flags=apsw.SQLITE_OPEN_READONLY)
+            with conn.backup("main", src, "main") as backup:
+                backup.step()
+            src.close()
+        conn.execute("pragma journal_mode = wal")
+        conn.execute("BEGIN IMMEDIATE")
+        shadow.install_base(conn)
+        shadow.sync(conn)
+        conn.execute(
+            "insert or replace into _chronos_meta values ('synced_schema', "
+            "(select schema_version from pragma_schema_version))"
+        )
+        conn.execute("COMMIT")
+        conn.close()
+        os.replace(tmp, path)
+    except apsw.Error as exc:
+        _remove(tmp)
+        raise ChronosError(f"could not create the database in {folder}: {exc}") from exc
+    finally:
+        for suffix in ("-wal", "-shm", "-journal"):
+            _remove(Path(str(tmp) + suffix))
+    return Database(folder)
+
+
+def _check_sqlite(source: Path) -> None:
+    with open(source, "rb") as fh:
+        if fh.read(16) != b"SQLite format 3\x00":
+            raise ChronosError(f"--from {source}: not an SQLite database file", BAD_ARGUMENT)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,57 @@
+"""Text renderings shared by every front end: psql-style tables and JSON-ish values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+
+def cell(value: Any) -> str:
+    """A value as psql shows it: NULL empty, blobs as \\x hex."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return f"{value:.1f}"
+    return str(value)
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A psql-style aligned table ending in ``(n rows)``. Numbers right-aligned."""
+    texts = [[cell(v) for v in row] for row in rows]
+    numeric = [
+        all(isinstance(row[i], int | float) and not isinstance(row[i], bool)
+            for row in rows if row[i] is not None) and any(row[i] is not None for row in rows)
+        for i in range(len(columns))
+    ]
+    widths = [
+        max([len(c), *(max(len(line) for line in t[i].split("\n")) for t in texts)])
+        for i, c in enumerate(columns)
+    ]
+    lines = [_join([c.ljust(w) for c, w in zip(columns, widths)])]
+    lines.append("-+-".join("-" * w for w in widths).join(["-", "-"]))
+    for t in texts:
+        parts = [
+            (v.rjust(w) if numeric[i] else v.ljust(w)) for i, (v, w) in enumerate(zip(t, widths))
+        ]
+        lines.append(_join(parts))
+    n = len(rows)
+    lines.append(f"({n} row{'s' if n != 1 else ''})")
+    return "\n".join(lines)
+
+
+def _join(parts: list[str]) -> str:
+    return (" " + " | ".join(parts)).rstrip()
+
+
+def json_value(value: Any) -> Any:
+    """A database value as JSON: blobs become hex strings ("\\x..."), everything else as is."""
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()
+    return value
+
+
+def row_json(row: dict[str, Any]) -> str:
+    return json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False)

@@ -1,0 +1,456 @@
+"""Main's side of the storage: chronos' own tables, and the shadow objects of each user table.
+
+Every user table ``T`` gets, under a stable number ``n`` (so hostile or renamed table names
+never reach our own object names):
+
+* ``_chronos_h_n``: history. One row per change to a main row, holding the row's image *before*
+  the change (``_chronos_op`` 1) or the fact that it did not exist (``_chronos_op`` 0), stamped
+  with the change's ``seq`` from the one global clock. The row as of ``S`` is the first history
+  record after ``S`` for its key, or the live row if there is none.
+* ``_chronos_o_n``: the worlds' overlay. (world, key) → the world's row, or a tombstone.
+* Triggers on ``T`` that write history. They are pure SQL stored in the file, so an app that
+  writes main through the stdlib ``sqlite3`` module is versioned the same way.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from .catalog import PREFIX, ROWID_COL, TableInfo, table_info, user_tables
+from .sqltext import _skip_quoted, quote_ident
+
+SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
+WORLD, DEAD = "_chronos_world", "_chronos_dead"
+NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+FORMAT_VERSION = 1
+
+BASE_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS _chronos_meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS _chronos_clock(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+INSERT OR IGNORE INTO _chronos_clock VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS _chronos_tables(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    columns TEXT NOT NULL,
+    dropped INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS _chronos_worlds(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    wid TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    parent INTEGER REFERENCES _chronos_worlds(id),
+    base_seq INTEGER NOT NULL,
+    fork_seq INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    meta TEXT NOT NULL DEFAULT '{{}}',
+    version INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT 'open',
+    ended REAL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS _chronos_worlds_open_name ON _chronos_worlds(name)
+    WHERE state = 'open';
+CREATE INDEX IF NOT EXISTS _chronos_worlds_parent ON _chronos_worlds(parent)
+    WHERE state = 'open';
+CREATE TABLE IF NOT EXISTS _chronos_counters(table_id INTEGER PRIMARY KEY, hi INTEGER NOT NULL);
+INSERT OR IGNORE INTO _chronos_meta VALUES ('format', {FORMAT_VERSION});
+"""
+
+
+def history_table(n: int) -> str:
+    return f"_chronos_h_{n}"
+
+
+def overlay_table(n: int) -> str:
+    return f"_chronos_o_{n}"
+
+
+def install_base(conn: apsw.Connection) -> None:
+    conn.execute(BASE_SCHEMA)
+
+
+# --- main's triggers -------------------------------------------------------------------------
+
+
+def _key_values(t: TableInfo, row: str) -> list[str]:
+    if t.key_kind == "rowid":
+        return [f"{row}.rowid"]
+    return [f"{row}.{quote_ident(c)}" for c in t.pk]
+
+
+def _history_insert(t: TableInfo, n: int, row: str, where: str = "") -> str:
+    """INSERT of ``row``'s image (OLD or a selected row) into history at the current clock."""
+    cols = [quote_ident(c) for c in t.column_names]
+    vals = [f"{row}.{c}" for c in cols]
+    if t.key_kind == "rowid":
+        cols.append(quote_ident(ROWID_COL))
+        vals.append(f"{row}.rowid")
+    head = f"INSERT INTO {history_table(n)}({SEQ}, {OP}, {TIME}, {', '.join(cols)}) "
+    seq = "(SELECT seq FROM _chronos_clock)"
+    if where:
+        return head + f"SELECT {seq}, 1, {NOW}, {', '.join(vals)} FROM {quote_ident(t.name)} AS {row} WHERE {where}"
+    return head + f"VALUES ({seq}, 1, {NOW}, {', '.join(vals)})"
+
+
+def _absence_insert(t: TableInfo, n: int, row: str, when: str = "") -> str:
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    vals = ", ".join(_key_values(t, row))
+    body = f"SELECT (SELECT seq FROM _chronos_clock), 0, {NOW}, {vals}"
+    return f"INSERT INTO {history_table(n)}({SEQ}, {OP}, {TIME}, {keys}) {body}" + (
+        f" WHERE {when}" if when else ""
+    )
+
+
+TICK = "UPDATE _chronos_clock SET seq = seq + 1"
+
+
+def _conflict_conditions(t: TableInfo, new: str) -> list[str]:
+    """Conditions finding a live row that an insert of ``new`` would collide with."""
+    conds = []
+    keysets = ([t.pk] if t.key_kind != "rowid" else []) + list(t.uniques)
+    for cols in keysets:
+        conds.append(" AND ".join(f"c.{quote_ident(c)} = {new}.{quote_ident(c)}" for c in cols))
+    return conds
+
+
+def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
+    """The triggers on a user table that keep its history, by name."""
+    q = quote_ident(t.name)
+    old_key = t.main_key("OLD.")
+    new_key = t.main_key("NEW.")
+    name = f"{PREFIX}t{n}"
+    trig = {
+        f"{name}_ai": f"CREATE TRIGGER {name}_ai AFTER INSERT ON {q} BEGIN {TICK}; "
+        f"{_absence_insert(t, n, 'NEW')}; END",
+        f"{name}_au": f"CREATE TRIGGER {name}_au AFTER UPDATE ON {q} BEGIN {TICK}; "
+        f"{_history_insert(t, n, 'OLD')}; "
+        f"{TICK} WHERE {old_key} IS NOT {new_key}; "
+        f"{_absence_insert(t, n, 'NEW', f'{old_key} IS NOT {new_key}')}; END",
+        f"{name}_ad": f"CREATE TRIGGER {name}_ad AFTER DELETE ON {q} BEGIN {TICK}; "
+        f"{_history_insert(t, n, 'OLD')}; END",
+    }
+    # INSERT OR REPLACE deletes the rows it collides with without firing delete triggers
+    # (unless recursive_triggers is on), so their images are kept before the insert.
+    conds = _conflict_conditions(t, "NEW")
+    if conds:
+        any_cond = " OR ".join(f"({c})" for c in conds)
+        steps = "".join(
+            f"{TICK} WHERE EXISTS (SELECT 1 FROM {q} AS c WHERE {c}); "
+            f"{_history_insert(t, n, 'c', c)}; "
+            for c in conds
+        )
+        trig[f"{name}_bi"] = (
+            f"CREATE TRIGGER {name}_bi BEFORE INSERT ON {q} "
+            f"WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE {any_cond}) BEGIN {steps}END"
+        )
+        # UPDATE OR REPLACE of a key or unique column can delete another row the same way.
+        watched = sorted({c for cols in ([t.pk] if t.key_kind != "rowid" else []) + list(t.uniques) for c in cols})
+        other = f"{t.main_key('c.')} IS NOT {old_key}"
+        steps = "".join(
+            f"{TICK} WHERE EXISTS (SELECT 1 FROM {q} AS c WHERE ({c}) AND {other}); "
+            f"{_history_insert(t, n, 'c', f'({c}) AND {other}')}; "
+            for c in conds
+        )
+        trig[f"{name}_bu"] = (
+            f"CREATE TRIGGER {name}_bu BEFORE UPDATE OF {', '.join(map(quote_ident, watched))} "
+            f"ON {q} WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE ({any_cond}) AND {other}) "
+            f"BEGIN {steps}END"
+        )
+    return trig
+
+
+# --- shadow tables ---------------------------------------------------------------------------
+
+
+def _history_ddl(t: TableInfo, n: int) -> list[str]:
+    h = history_table(n)
+    cols = [quote_ident(c) for c in t.column_names]
+    if t.key_kind == "rowid":
+        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    return [
+        f"CREATE TABLE {h}({SEQ} INTEGER PRIMARY KEY, {OP} INTEGER NOT NULL, "
+        f"{TIME} REAL NOT NULL, {', '.join(cols)})",
+        f"CREATE INDEX {h}_key ON {h}({keys}, {SEQ})",
+    ]
+
+
+def _overlay_ddl(t: TableInfo, n: int) -> list[str]:
+    o = overlay_table(n)
+    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
+    if t.key_kind == "rowid":
+        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    return [
+        f"CREATE TABLE {o}({WORLD} INTEGER NOT NULL, {SEQ} INTEGER NOT NULL, "
+        f"{DEAD} INTEGER NOT NULL DEFAULT 0, {', '.join(cols)}, "
+        f"PRIMARY KEY ({WORLD}, {keys})) WITHOUT ROWID",
+        *_overlay_unique_indexes(t, n),
+    ]
+
+
+def _overlay_unique_indexes(t: TableInfo, n: int) -> list[str]:
+    o = overlay_table(n)
+    out = []
+    for cols in t.uniques:
+        suffix = "_".join(str(t.column_names.index(c)) for c in cols)
+        out.append(
+            f"CREATE INDEX IF NOT EXISTS {o}_u{suffix} ON {o}({WORLD}, "
+            f"{', '.join(map(quote_ident, cols))})"
+        )
+    return out
+
+
+# --- AUTOINCREMENT: the shared counter of INTEGER PRIMARY KEY tables -------------------------
+
+
+def _top_level_parts(body: str) -> list[tuple[int, int]]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(body):
+        ch = body[i]
+        if ch in "'\"`[" or body.startswith("--", i) or body.startswith("/*", i):
+            i = _skip_quoted(body, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append((start, i))
+            start = i + 1
+        i += 1
+    parts.append((start, len(body)))
+    return parts
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    """Bare words (and quoted names) with their spans."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
+            j = _skip_quoted(text, i)
+            if ch in "\"`[":
+                out.append((text[i + 1 : j - 1].replace('""', '"'), i, j))
+            i = j
+        elif ch.isalnum() or ch == "_":
+            j = i
+            while j < len(text) and (text[j].isalnum() or text[j] in "_$"):
+                j += 1
+            out.append((text[i:j], i, j))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def autoincrement_sql(t: TableInfo) -> str | None:
+    """The table's CREATE TABLE text with AUTOINCREMENT added to its INTEGER PRIMARY KEY.
+
+    The b-tree format does not change (the column is the rowid either way); only new rowids
+    then come from ``sqlite_sequence``, which worlds draw from too, so ids never collide.
+    Returns None when the text has a shape this cannot rewrite safely.
+    """
+    sql = t.sql
+    open_at = sql.find("(")
+    close_at = sql.rfind(")")
+    if open_at < 0 or close_at < open_at:
+        return None
+    body = sql[open_at + 1 : close_at]
+    parts = _top_level_parts(body)
+    col = t.pk[0].lower()
+    col_span = table_pk_span = None
+    for start, end in parts:
+        words = [w for w, _, _ in _words(body[start:end])]
+        upper = [w.upper() for w in words]
+        if words and words[0].lower() == col and col_span is None:
+            col_span = (start, end)
+        elif "PRIMARY" in upper and (upper[0] in ("PRIMARY", "CONSTRAINT")):
+            table_pk_span = (start, end)
+    if col_span is None:
+        return None
+    cstart, cend = col_span
+    coldef = body[cstart:cend]
+    words = _words(coldef)
+    upper = [w.upper() for w, _, _ in words]
+    if "PRIMARY" in upper:
+        i = upper.index("PRIMARY") + 2  # PRIMARY KEY
+        if i < len(upper) and upper[i] in ("ASC", "DESC"):
+            i += 1
+        if i + 2 < len(upper) + 1 and upper[i : i + 2] == ["ON", "CONFLICT"]:
+            i += 3
+        insert_at = words[i - 1][2]
+        new_coldef = coldef[:insert_at] + " AUTOINCREMENT" + coldef[insert_at:]
+        new_body = body[:cstart] + new_coldef + body[cend:]
+    elif table_pk_span is not None:
+        tstart, tend = table_pk_span
+        tw = [w.upper() for w, _, _ in _words(body[tstart:tend])]
+        if "CONFLICT" in tw or "DESC" in tw:
+            return None
+        new_coldef = coldef.rstrip() + " PRIMARY KEY AUTOINCREMENT"
+        pieces = []
+        for start, end in parts:
+            if (start, end) == table_pk_span:
+                continue
+            pieces.append(new_coldef if (start, end) == col_span else body[start:end])
+        new_body = ",".join(pieces)
+    else:
+        return None
+    return sql[: open_at + 1] + new_body + sql[close_at:]
+
+
+def _same_shape(conn: apsw.Connection, t: TableInfo, new_sql: str) -> bool:
+    """Check on a scratch database that the rewritten table has the same columns and key."""
+    scratch = apsw.Connection(":memory:")
+    try:
+        scratch.execute(new_sql)
+        probe = table_info(scratch, t.name)
+    except apsw.Error:
+        return False
+    finally:
+        scratch.close()
+    return probe.columns == t.columns and probe.pk == t.pk and probe.key_kind == "int"
+
+
+def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
+    """Make an INTEGER PRIMARY KEY table draw its ids from ``sqlite_sequence``."""
+    if t.key_kind != "int":
+        return False
+    if not t.autoincrement:
+        new_sql = autoincrement_sql(t)
+        if new_sql is None or not _same_shape(conn, t, new_sql):
+            return False
+        version = conn.execute("pragma schema_version").fetchone()[0]
+        conn.execute("pragma writable_schema = on")
+        try:
+            conn.execute(
+                "update sqlite_schema set sql = ? where type = 'table' and name = ?",
+                (new_sql, t.name),
+            )
+            conn.execute(f"pragma schema_version = {version + 1}")
+        finally:
+            conn.execute("pragma writable_schema = off")
+    q = quote_ident(t.name)
+    conn.execute(
+        f"insert into sqlite_sequence(name, seq) select ?, coalesce(max(rowid), 0) from {q} "
+        "where not exists (select 1 from sqlite_sequence where name = ?)",
+        (t.name, t.name),
+    )
+    return True
+
+
+# --- keeping the shadow objects in step with main's schema -----------------------------------
+
+
+def _registry(conn: apsw.Connection) -> dict[int, dict]:
+    out = {}
+    for n, name, columns, dropped in conn.execute(
+        "select id, name, columns, dropped from _chronos_tables"
+    ):
+        out[n] = {"name": name, "columns": json.loads(columns), "dropped": dropped}
+    return out
+
+
+def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
+    """A table renamed by any client carries our triggers along; follow them to its new name."""
+    for trig, tbl in conn.execute(
+        "select name, tbl_name from sqlite_schema where type = 'trigger' "
+        "and name like '\\_chronos\\_t%\\_ad' escape '\\'"
+    ).fetchall():
+        n = int(trig[len(PREFIX) + 1 : -3])
+        if n in reg and reg[n]["name"] != tbl:
+            conn.execute("update _chronos_tables set name = ? where id = ?", (tbl, n))
+            reg[n]["name"] = tbl
+
+
+def _add_or_rename_columns(conn: apsw.Connection, n: int, known: list[str], t: TableInfo) -> list[str]:
+    """Shadow columns follow main's: added columns are added, renamed ones renamed."""
+    current = t.column_names
+    if len(current) == len(known) and sum(a != b for a, b in zip(current, known)) == 1:
+        old, new = next((a, b) for a, b in zip(known, current) if a != b)
+        if new not in known:
+            for tbl in (history_table(n), overlay_table(n)):
+                conn.execute(
+                    f"alter table {tbl} rename column {quote_ident(old)} to {quote_ident(new)}"
+                )
+            return current
+    merged = list(known)
+    for c in t.columns:
+        if c.name not in merged:
+            conn.execute(f"alter table {history_table(n)} add column {quote_ident(c.name)}")
+            conn.execute(
+                f"alter table {overlay_table(n)} add column "
+                f"{quote_ident(c.name)} {c.decltype}".rstrip()
+            )
+            merged.append(c.name)
+    return merged
+
+
+def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
+    """Bring every shadow object in line with main's tables. Runs inside a write transaction.
+
+    Returns the user tables by name, each with its shadow number and description.
+    """
+    reg = _registry(conn)
+    _follow_renames(conn, reg)
+    live = {v["name"]: n for n, v in reg.items() if not v["dropped"]}
+    names = set(user_tables(conn))
+    for name, n in live.items():
+        if name not in names:
+            conn.execute("update _chronos_tables set dropped = 1 where id = ?", (n,))
+    out: dict[str, tuple[int, TableInfo]] = {}
+    for name in sorted(names):
+        t = table_info(conn, name)
+        if name in live:
+            n = live[name]
+            columns = _add_or_rename_columns(conn, n, reg[n]["columns"], t)
+            if columns != reg[n]["columns"]:
+                conn.execute(
+                    "update _chronos_tables set columns = ? where id = ?", (json.dumps(columns), n)
+                )
+            for ddl in _overlay_unique_indexes(t, n):
+                conn.execute(ddl)
+        else:
+            conn.execute(
+                "insert into _chronos_tables(name, columns) values (?, ?)",
+                (name, json.dumps(t.column_names)),
+            )
+            n = conn.last_insert_rowid()
+            for ddl in _history_ddl(t, n) + _overlay_ddl(t, n):
+                conn.execute(ddl)
+        if ensure_autoincrement(conn, t):
+            t = table_info(conn, name)
+        else:
+            conn.execute("insert or ignore into _chronos_counters values (?, 0)", (n,))
+        _install_triggers(conn, t, n)
+        out[name] = (n, t)
+    return out
+
+
+def _install_triggers(conn: apsw.Connection, t: TableInfo, n: int) -> None:
+    wanted = main_triggers(t, n)
+    have = dict(
+        conn.execute(
+            "select name, sql from sqlite_schema where type = 'trigger' and name like ? escape '\\'",
+            (f"\\_chronos\\_t{n}\\_%",),
+        ).fetchall()
+    )
+    for name, sql in have.items():
+        if wanted.get(name) != sql:
+            conn.execute(f"drop trigger {quote_ident(name)}")
+    for name, sql in wanted.items():
+        if have.get(name) != sql:
+            conn.execute(sql)
+
+
+def drop_triggers(conn: apsw.Connection, table: str) -> None:
+    """Remove a table's history triggers (before DROP COLUMN, which refuses while they name it)."""
+    for (name,) in conn.execute(
+        "select name from sqlite_schema where type = 'trigger' and tbl_name = ? "
+        "and name like '\\_chronos\\_t%' escape '\\'",
+        (table,),
+    ).fetchall():
+        conn.execute(f"drop trigger {quote_ident(name)}")
+

@@ -1,0 +1,195 @@
+"""Running a ``sql`` call: one or more statements, $n parameters, one transaction.
+
+Statements of a call without an explicit BEGIN run as one implicit transaction (as Postgres runs
+a multi-statement query): a failure rolls back the whole call and names the statement. A
+transaction the call leaves open is rolled back, and the reply says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from . import errors, shadow, sqltext
+from .db import Database, Session
+from .errors import ChronosError
+from .worldsql import CTX, MODES
+
+
+@dataclass
+class StatementResult:
+    sql: str
+    columns: list[str] | None = None
+    rows: list[tuple] = field(default_factory=list)
+    tag: str = ""
+
+
+@dataclass
+class SqlOutcome:
+    branch: str
+    results: list[StatementResult]
+    rolled_back_open: bool = False
+    changed: int = 0
+
+
+def bindings(params: list[Any] | None) -> dict[str, Any]:
+    """``$1, $2, ...`` bound from a JSON array (objects and arrays bound as JSON text)."""
+    out: dict[str, Any] = {}
+    for i, value in enumerate(params or [], start=1):
+        if isinstance(value, dict | list):
+            value = json.dumps(value, ensure_ascii=False)
+        elif isinstance(value, bool):
+            value = int(value)
+        out[str(i)] = value
+    return out
+
+
+def run(db: Database, branch: str | None, sql: str, params: list[Any] | None = None) -> SqlOutcome:
+    statements = sqltext.split_statements(sql)
+    if not statements:
+        raise ChronosError("'sql' holds no statement: give one or more SQL statements")
+    session = db.session(branch)
+    try:
+        return _run(db, session, statements, bindings(params))
+    finally:
+        db.end_call(session)
+
+
+def _run(db: Database, session: Session, statements: list[str], binds: dict) -> SqlOutcome:
+    conn = session.conn
+    explicit = any(sqltext.is_transaction_control(s) for s in statements)
+    writes = any(sqltext.may_write(s) for s in statements)
+    outcome = SqlOutcome(session.branch, [])
+    began = False
+    if not explicit and (writes or len(statements) > 1):
+        conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+        began = True
+    for index, stmt in enumerate(statements, start=1):
+        try:
+            result = _statement(db, session, stmt, binds, explicit and writes)
+        except (apsw.Error, KeyError, ChronosError) as exc:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise _explain(db, session, exc, index, len(statements), stmt) from None
+        outcome.results.append(result)
+    if began:
+        conn.execute("COMMIT")
+    elif not conn.get_autocommit():
+        conn.execute("ROLLBACK")
+        outcome.rolled_back_open = True
+    return outcome
+
+
+def _statement(db: Database, session: Session, stmt: str, binds: dict,
+               immediate: bool) -> StatementResult:
+    conn = session.conn
+    words = sqltext.keywords(stmt, 6)
+    if immediate and words[:1] == ["BEGIN"] and not {"IMMEDIATE", "EXCLUSIVE"} & set(words):
+        # A script that writes takes the write lock up front, so it waits for other writers
+        # instead of failing with 'database is locked' when it first writes.
+        stmt = "BEGIN IMMEDIATE"
+    ddl = words[:1] and words[0] in ("CREATE", "ALTER", "DROP") and "TEMP" not in words[1:2] \
+        and "TEMPORARY" not in words[1:2]
+    if ddl and session.world is not None:
+        raise ChronosError(
+            f"{' '.join(words[:2])} runs on main, not on a world: change the schema on main "
+            f"(every world sees main's tables)",
+            errors.REFUSED,
+        )
+    if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
+        _drop_history_triggers_for(conn, stmt)
+    if session.world is not None:
+        mode = MODES[sqltext.conflict_mode(stmt)]
+        conn.execute(f"UPDATE {CTX} SET mode = ?, n = 0", (mode,))
+    result = StatementResult(stmt)
+    description: list = []
+
+    def trace(cursor: apsw.Cursor, _sql: str, _b: Any) -> bool:
+        description[:] = [cursor.description]
+        return True
+
+    cursor = conn.cursor()
+    cursor.exec_trace = trace
+    rows = cursor.execute(stmt, binds or None).fetchall()
+    desc = description[0] if description else ()
+    if desc:
+        result.columns = [d[0] for d in desc]
+        result.rows = rows
+    else:
+        changed = _changed(session)
+        result.tag = _tag(stmt, changed)
+        if changed and session.world is not None:
+            db.bump_version(conn, session.world)
+    if ddl and session.world is None:
+        db.sync_in_transaction(conn) if not conn.get_autocommit() else _sync_now(db)
+    return result
+
+
+def _sync_now(db: Database) -> None:
+    db._schema_version = None
+    db.tables()
+
+
+def _changed(session: Session) -> int:
+    conn = session.conn
+    if session.world is not None:
+        n = conn.execute(f"select n from {CTX}").fetchone()[0]
+        return n or conn.changes()
+    return conn.changes()
+
+
+def _tag(stmt: str, changed: int) -> str:
+    words = sqltext.keywords(stmt, 1)
+    first = words[0] if words else ""
+    if first == "WITH":
+        order = [w for w in ("INSERT", "REPLACE", "UPDATE", "DELETE") if w in sqltext.all_words(stmt)]
+        first = order[0] if order else "SELECT"
+    if first in ("INSERT", "REPLACE"):
+        return f"INSERT 0 {changed}"
+    if first in ("UPDATE", "DELETE"):
+        return f"{first} {changed}"
+    return sqltext.statement_tag(stmt)
+
+
+def _drop_history_triggers_for(conn: apsw.Connection, stmt: str) -> None:
+    """DROP COLUMN refuses while a trigger names the column: take ours off; sync puts them back."""
+    names = [w for w, _, _ in shadow._words(stmt)]
+    upper = [w.upper() for w in names]
+    if len(names) > 2 and upper[0] == "ALTER" and upper[1] == "TABLE":
+        table = names[3] if upper[2] == "MAIN" and len(names) > 3 else names[2]
+        shadow.drop_triggers(conn, table)
+
+
+_CODES = {
+    "UNIQUE constraint failed": errors.UNIQUE_VIOLATION,
+    "FOREIGN KEY constraint failed": errors.FOREIGN_KEY_VIOLATION,
+    "CHECK constraint failed": errors.CHECK_VIOLATION,
+    "NOT NULL constraint failed": "23502",
+}
+
+
+def _explain(db: Database, session: Session, exc: Exception, index: int, total: int,
+             stmt: str) -> ChronosError:
+    if isinstance(exc, ChronosError):
+        message, code = exc.message, exc.code
+    elif isinstance(exc, KeyError):
+        message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
+        code = errors.BAD_ARGUMENT
+    else:
+        message = str(exc)
+        code = next((c for p, c in _CODES.items() if message.startswith(p)), errors.SQL_ERROR)
+        if "cannot UPSERT a view" in message:
+            message = (
+                "INSERT ... ON CONFLICT (upsert) is not available on a world; use "
+                "INSERT OR REPLACE, or an UPDATE then an INSERT"
+            )
+        elif message.startswith("no such table"):
+            message += f" (tables on {session.branch}: {', '.join(sorted(db.tables())) or 'none'})"
+    if total > 1:
+        short = " ".join(stmt.split())
+        short = short if len(short) <= 80 else short[:77] + "..."
+        message = f"statement {index} of {total} failed, nothing was changed: {message} [{short}]"
+    return ChronosError(message, code)

@@ -1,0 +1,189 @@
+"""Small, dependable helpers for SQL text: quoting, splitting a script, classifying statements.
+
+Nothing here parses SQL for meaning; SQLite does that. These helpers only find statement
+boundaries (with ``apsw.complete`` deciding, as the sqlite3 shell does) and read the leading
+keywords of a statement so the caller can pick a transaction mode.
+"""
+
+from __future__ import annotations
+
+import re
+
+import apsw
+
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+def quote_ident(name: str) -> str:
+    """Quote an identifier so any name, hostile ones included, is taken literally."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    """Quote a string as an SQL literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _skip_quoted(sql: str, i: int) -> int:
+    """Return the index just past the quoted token or comment starting at ``sql[i]``."""
+    ch = sql[i]
+    if ch in "'\"`":
+        j = i + 1
+        while j < len(sql):
+            if sql[j] == ch:
+                if j + 1 < len(sql) and sql[j + 1] == ch:
+                    j += 2
+                    continue
+                return j + 1
+            j += 1
+        return len(sql)
+    if ch == "[":
+        j = sql.find("]", i + 1)
+        return len(sql) if j < 0 else j + 1
+    if sql.startswith("--", i):
+        j = sql.find("\n", i)
+        return len(sql) if j < 0 else j + 1
+    if sql.startswith("/*", i):
+        j = sql.find("*/", i + 2)
+        return len(sql) if j < 0 else j + 2
+    return i + 1
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into complete statements (without their trailing ``;``).
+
+    Semicolons inside strings, identifiers, comments and trigger bodies do not split.
+    Statements that hold nothing but whitespace or comments are dropped.
+    """
+    out: list[str] = []
+    start = i = 0
+    n = len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
+            i = _skip_quoted(sql, i)
+            continue
+        if ch == ";":
+            candidate = sql[start : i + 1]
+            if apsw.complete(candidate):
+                _keep(out, candidate[:-1])
+                start = i + 1
+        i += 1
+    _keep(out, sql[start:])
+    return out
+
+
+def _keep(out: list[str], stmt: str) -> None:
+    if strip_comments(stmt).strip():
+        out.append(stmt.strip())
+
+
+def strip_comments(sql: str) -> str:
+    """The statement with comments removed (strings kept), for keyword checks."""
+    parts: list[str] = []
+    i = 0
+    while i < len(sql):
+        if sql.startswith("--", i) or sql.startswith("/*", i):
+            i = _skip_quoted(sql, i)
+            parts.append(" ")
+            continue
+        if sql[i] in "'\"`[":
+            j = _skip_quoted(sql, i)
+            parts.append(sql[i:j])
+            i = j
+            continue
+        parts.append(sql[i])
+        i += 1
+    return "".join(parts)
+
+
+def keywords(sql: str, count: int = 4) -> list[str]:
+    """The first ``count`` bare words of a statement, upper-cased (strings and comments skipped)."""
+    words: list[str] = []
+    text = strip_comments(sql)
+    i = 0
+    while i < len(text) and len(words) < count:
+        if text[i] in "'\"`[":
+            i = _skip_quoted(text, i)
+            continue
+        m = _WORD.match(text, i)
+        if m:
+            words.append(m.group(0).upper())
+            i = m.end()
+        else:
+            i += 1
+    return words
+
+
+def all_words(sql: str) -> set[str]:
+    """Every bare word of a statement outside strings and quoted names, upper-cased."""
+    text = strip_comments(sql)
+    found: set[str] = set()
+    i = 0
+    while i < len(text):
+        if text[i] in "'\"`[":
+            i = _skip_quoted(text, i)
+            continue
+        m = _WORD.match(text, i)
+        if m:
+            found.add(m.group(0).upper())
+            i = m.end()
+        else:
+            i += 1
+    return found
+
+
+TRANSACTION_WORDS = {"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"}
+_READ_STARTS = {"SELECT", "VALUES", "EXPLAIN"}
+_WRITE_WORDS = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
+
+
+def is_transaction_control(sql: str) -> bool:
+    words = keywords(sql, 1)
+    return bool(words) and words[0] in TRANSACTION_WORDS
+
+
+def may_write(sql: str) -> bool:
+    """True unless the statement is plainly a read (a SELECT, VALUES, or a WITH ... SELECT)."""
+    words = keywords(sql, 1)
+    if not words:
+        return False
+    first = words[0]
+    if first in _READ_STARTS:
+        return False
+    if first == "WITH":
+        return bool(all_words(sql) & _WRITE_WORDS)
+    if first == "PRAGMA":
+        return "=" in strip_comments(sql) or "(" in strip_comments(sql)
+    return True
+
+
+_CONFLICT = re.compile(r"\b(?:INSERT|UPDATE)\s+OR\s+(REPLACE|IGNORE|ABORT|FAIL|ROLLBACK)\b", re.I)
+
+
+def conflict_mode(sql: str) -> str:
+    """The statement's conflict clause: 'replace', 'ignore' or 'abort' (the default)."""
+    words = keywords(sql, 1)
+    if words and words[0] == "REPLACE":
+        return "replace"
+    m = _CONFLICT.search(strip_comments(sql))
+    if not m:
+        return "abort"
+    mode = m.group(1).lower()
+    return mode if mode in ("replace", "ignore") else "abort"
+
+
+def statement_tag(sql: str) -> str:
+    """A psql-like command tag for a statement that returned no rows ('CREATE TABLE', 'BEGIN')."""
+    words = keywords(sql, 4)
+    if not words:
+        return "OK"
+    first = words[0]
+    if first in ("CREATE", "DROP") and len(words) > 1:
+        rest = [w for w in words[1:] if w not in ("TEMP", "TEMPORARY", "UNIQUE", "VIRTUAL")]
+        return f"{first} {rest[0]}" if rest else first
+    if first == "ALTER" and len(words) > 1:
+        return f"ALTER {words[1]}"
+    if first == "END":
+        return "COMMIT"
+    return first

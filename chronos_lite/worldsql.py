@@ -1,0 +1,291 @@
+"""The SQL that makes a connection see a world: TEMP views and INSTEAD OF triggers.
+
+For world ``w`` that sees main as of seq ``S``, the view named like user table ``T`` (it shadows
+``main.T`` in unqualified names) is the union of
+
+1. main's live rows that neither the world nor main since ``S`` changed,
+2. the images of rows main changed since ``S``, as they were at ``S`` (from history),
+3. the world's own rows from its overlay (tombstones left out).
+
+All three arms are plain SQL on indexed tables, so a world reads at native speed. Writes go
+through INSTEAD OF triggers into the overlay; they keep SQLite's own rules (NOT NULL, primary key
+and UNIQUE, defaults, OR IGNORE / OR REPLACE) and draw integer keys from the shared counter.
+"""
+
+from __future__ import annotations
+
+from .catalog import ROWID_COL, TableInfo
+from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from .sqltext import quote_ident, quote_literal
+
+CTX = "temp._chronos_ctx"
+CTX_DDL = (
+    "CREATE TEMP TABLE IF NOT EXISTS _chronos_ctx(id INTEGER PRIMARY KEY CHECK (id = 1), "
+    "mode INTEGER NOT NULL DEFAULT 0, n INTEGER NOT NULL DEFAULT 0, k);"
+    "INSERT OR IGNORE INTO temp._chronos_ctx(id) VALUES (1)"
+)
+MODES = {"abort": 0, "ignore": 1, "replace": 2}
+MODE = f"(SELECT mode FROM {CTX})"
+CTX_KEY = f"(SELECT k FROM {CTX})"
+CLOCK = "(SELECT seq FROM main._chronos_clock)"
+TICK = "UPDATE main._chronos_clock SET seq = seq + 1"
+COUNT = f"UPDATE {CTX} SET n = n + 1"
+
+
+def key_view(n: int) -> str:
+    return f"_chronos_k{n}"
+
+
+def _cols(t: TableInfo, prefix: str = "") -> str:
+    return ", ".join(prefix + quote_ident(c) for c in t.column_names)
+
+
+def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = False) -> str:
+    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay."""
+    o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    mine = f"SELECT {keys} FROM {o} WHERE {WORLD} = {world}"
+    changed = f"SELECT {keys} FROM {h} WHERE {SEQ} > {seq}"
+    mk = t.main_key(f"main.{quote_ident(t.name)}.")
+    extra = (f", main.{quote_ident(t.name)}.rowid AS {quote_ident(ROWID_COL)}", ", h." + quote_ident(ROWID_COL),
+             ", " + quote_ident(ROWID_COL)) if with_rowid else ("", "", "")
+    live = (
+        f"SELECT {_cols(t)}{extra[0]} FROM main.{quote_ident(t.name)} "
+        f"WHERE {mk} NOT IN ({mine}) AND {mk} NOT IN ({changed})"
+    )
+    hk, h2k = t.shadow_key("h."), t.shadow_key("h2.")
+    past = (
+        f"SELECT {_cols(t, 'h.')}{extra[1]} FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
+        f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {h2k} = {hk} AND h2.{SEQ} > {seq} "
+        f"AND h2.{SEQ} < h.{SEQ}) AND {hk} NOT IN ({mine})"
+    )
+    own = f"SELECT {_cols(t)}{extra[2]} FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
+    return f"{live} UNION ALL {past} UNION ALL {own}"
+
+
+class _Keys:
+    """Key expressions for one table inside a world's triggers."""
+
+    def __init__(self, t: TableInfo):
+        self.t = t
+        self.cols = [quote_ident(c) for c in t.key_cols]
+
+    def old(self) -> list[str]:
+        if self.t.key_kind == "rowid":
+            return [CTX_KEY]
+        return [f"OLD.{c}" for c in self.cols]
+
+    def new(self) -> list[str]:
+        if self.t.key_kind in ("rowid", "int"):
+            return [CTX_KEY]
+        return [f"NEW.{c}" for c in self.cols]
+
+    @staticmethod
+    def row(vals: list[str]) -> str:
+        return vals[0] if len(vals) == 1 else "(" + ", ".join(vals) + ")"
+
+    def view_match(self, vals: list[str], op: str = "=") -> str:
+        """Condition on the view (or key view) matching a key (``op`` 'IS NOT': any other row)."""
+        view_key = self.t.shadow_key() if self.t.key_kind == "rowid" else self.t.main_key()
+        return f"{view_key} {op} {self.row(vals)}"
+
+    def overlay_match(self, vals: list[str]) -> str:
+        return f"{self.t.shadow_key()} = {self.row(vals)}"
+
+
+def _checked_int(expr: str) -> str:
+    """An INTEGER PRIMARY KEY value as SQLite would take it, or 'datatype mismatch'."""
+    return (
+        f"CASE WHEN {expr} IS NULL OR typeof({expr}) = 'integer' THEN {expr} "
+        f"WHEN typeof({expr}) = 'real' AND {expr} = CAST({expr} AS INTEGER) THEN CAST({expr} AS INTEGER) "
+        f"WHEN typeof({expr}) = 'text' AND CAST(CAST({expr} AS INTEGER) AS TEXT) = trim({expr}) "
+        f"THEN CAST({expr} AS INTEGER) ELSE RAISE(ABORT, 'datatype mismatch') END"
+    )
+
+
+def _allocate(t: TableInfo, n: int, given: str | None) -> list[str]:
+    """Statements that put the row's integer key in the context, from the shared counter."""
+    if t.autoincrement:
+        name = quote_literal(t.name)
+        chk = _checked_int(given) if given else "NULL"
+        return [
+            f"UPDATE main.sqlite_sequence SET seq = CASE WHEN {chk} IS NULL THEN seq + 1 "
+            f"ELSE max(seq, {chk}) END WHERE name = {name}",
+            f"UPDATE {CTX} SET k = coalesce({chk}, "
+            f"(SELECT seq FROM main.sqlite_sequence WHERE name = {name}))",
+        ]
+    chk = _checked_int(given) if given else "NULL"
+    top = f"coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0)"
+    return [
+        f"UPDATE main._chronos_counters SET hi = CASE WHEN {chk} IS NULL THEN max(hi, {top}) + 1 "
+        f"ELSE max(hi, {chk}) END WHERE table_id = {n}",
+        f"UPDATE {CTX} SET k = coalesce({chk}, "
+        f"(SELECT hi FROM main._chronos_counters WHERE table_id = {n}))",
+    ]
+
+
+def _find_rowid(t: TableInfo, n: int) -> str:
+    """For a table without a primary key: the hidden rowid of a row equal to OLD."""
+    match = " AND ".join(f"{quote_ident(c)} IS OLD.{quote_ident(c)}" for c in t.column_names)
+    return (
+        f"UPDATE {CTX} SET k = (SELECT {quote_ident(ROWID_COL)} FROM temp.{key_view(n)} "
+        f"WHERE {match} LIMIT 1)"
+    )
+
+
+def _refuse(mode_cond: str, exists: str, message: str) -> list[str]:
+    """OR IGNORE skips the row, OR REPLACE goes on, anything else fails with SQLite's message."""
+    return [
+        f"SELECT RAISE(IGNORE) WHERE {MODE} = 1 AND {mode_cond}EXISTS ({exists})",
+        f"SELECT RAISE(ABORT, {quote_literal(message)}) WHERE {MODE} = 0 AND {mode_cond}EXISTS ({exists})",
+    ]
+
+
+def _lookup_view(t: TableInfo, n: int) -> str:
+    return f"temp.{key_view(n)}" if t.key_kind == "rowid" else f"temp.{quote_ident(t.name)}"
+
+
+def _write_row(t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]) -> list[str]:
+    o = f"main.{overlay_table(n)}"
+    new = keys.new()
+    cols = [quote_ident(c.name) for c in t.writable]
+    vals = [values[c.name] for c in t.writable]
+    if t.key_kind == "rowid":
+        cols.append(quote_ident(ROWID_COL))
+        vals.append(CTX_KEY)
+    return [
+        f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(new)}",
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
+        f"VALUES ({world}, {CLOCK}, 0, {', '.join(vals)})",
+    ]
+
+
+def _tombstone_select(t: TableInfo, n: int, world: int, source: str, where: str) -> str:
+    o = f"main.{overlay_table(n)}"
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    return (
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {keys}) "
+        f"SELECT {world}, {CLOCK}, 1, {keys} FROM {source} WHERE {where}"
+    )
+
+
+def _not_null(t: TableInfo, values: dict[str, str], skip: set[str]) -> list[str]:
+    out = []
+    for c in t.writable:
+        if (c.notnull or (c.name in t.pk and t.key_kind in ("single", "composite"))) and c.name not in skip:
+            msg = f"NOT NULL constraint failed: {t.name}.{c.name}"
+            out.append(f"SELECT RAISE(ABORT, {quote_literal(msg)}) WHERE {values[c.name]} IS NULL")
+    return out
+
+
+def _unique_msg(t: TableInfo, cols: tuple[str, ...]) -> str:
+    return "UNIQUE constraint failed: " + ", ".join(f"{t.name}.{c}" for c in cols)
+
+
+def insert_trigger(t: TableInfo, n: int, world: int) -> str:
+    keys = _Keys(t)
+    values = {}
+    for c in t.writable:
+        v = f"NEW.{quote_ident(c.name)}"
+        values[c.name] = f"coalesce({v}, {c.default})" if c.default is not None else v
+    steps: list[str] = []
+    if t.key_kind == "int":
+        pk = t.pk[0]
+        steps += _allocate(t, n, values[pk])
+        values[pk] = CTX_KEY
+    elif t.key_kind == "rowid":
+        steps += _allocate(t, n, None)
+    steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
+    view = _lookup_view(t, n)
+    new = keys.new()
+    if t.key_kind != "rowid":
+        steps += _refuse("", f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}", _unique_msg(t, t.pk))
+    for cols in t.uniques:
+        match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
+        steps += _refuse("", f"SELECT 1 FROM {view} WHERE {match}", _unique_msg(t, cols))
+    steps.append(TICK)
+    for cols in t.uniques:  # OR REPLACE: rows the new one collides with are deleted
+        match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
+        steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {match}"))
+    steps += _write_row(t, n, world, keys, values)
+    steps.append(COUNT)
+    return _trigger(t, "ii", "INSERT", steps)
+
+
+def update_trigger(t: TableInfo, n: int, world: int) -> str:
+    keys = _Keys(t)
+    values = {c.name: f"NEW.{quote_ident(c.name)}" for c in t.writable}
+    steps: list[str] = []
+    if t.key_kind == "int":
+        pk = t.pk[0]
+        null_msg = quote_literal("datatype mismatch")
+        steps.append(f"SELECT RAISE(ABORT, {null_msg}) WHERE NEW.{quote_ident(pk)} IS NULL")
+        steps.append(f"UPDATE {CTX} SET k = {_checked_int(values[pk])}")
+        values[pk] = CTX_KEY
+    elif t.key_kind == "rowid":
+        steps.append(_find_rowid(t, n))
+    steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
+    view = _lookup_view(t, n)
+    old, new = keys.old(), keys.new()
+    moved = f"{keys.row(old)} IS NOT {keys.row(new)}"
+    not_self = keys.view_match(old, "IS NOT")
+    if t.key_kind != "rowid":
+        steps += _refuse(f"{moved} AND ", f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}",
+                         _unique_msg(t, t.pk))
+    for cols in t.uniques:
+        changed = " OR ".join(f"NEW.{quote_ident(c)} IS NOT OLD.{quote_ident(c)}" for c in cols)
+        match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
+        steps += _refuse(f"({changed}) AND ", f"SELECT 1 FROM {view} WHERE {match} AND {not_self}",
+                         _unique_msg(t, cols))
+    steps.append(TICK)
+    collide = [f"({keys.view_match(new)} AND {moved})"] if t.key_kind != "rowid" else []
+    for cols in t.uniques:
+        match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
+        collide.append(f"({match} AND {not_self})")
+    if collide:
+        steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND ({' OR '.join(collide)})"))
+    o = f"main.{overlay_table(n)}"
+    if t.key_kind != "rowid":
+        steps.append(f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)} AND {moved}")
+        kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+        steps.append(
+            f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
+            f"SELECT {world}, {CLOCK}, 1, {', '.join(old)} WHERE {moved}"
+        )
+    steps += _write_row(t, n, world, keys, values)
+    steps.append(COUNT)
+    return _trigger(t, "iu", "UPDATE", steps)
+
+
+def delete_trigger(t: TableInfo, n: int, world: int) -> str:
+    keys = _Keys(t)
+    steps: list[str] = []
+    if t.key_kind == "rowid":
+        steps.append(_find_rowid(t, n))
+    old = keys.old()
+    o = f"main.{overlay_table(n)}"
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    steps += [
+        TICK,
+        f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)}",
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) VALUES ({world}, {CLOCK}, 1, {', '.join(old)})",
+        COUNT,
+    ]
+    return _trigger(t, "id", "DELETE", steps)
+
+
+def _trigger(t: TableInfo, suffix: str, event: str, steps: list[str]) -> str:
+    name = quote_ident(f"_chronos_w_{suffix}_{t.name}")
+    body = "; ".join(steps)
+    return f"CREATE TEMP TRIGGER {name} INSTEAD OF {event} ON {quote_ident(t.name)} BEGIN {body}; END"
+
+
+def world_objects(tables: dict[str, tuple[int, TableInfo]], world: int, seq: int) -> list[str]:
+    """Every TEMP statement that puts a connection on the world."""
+    out: list[str] = []
+    for _name, (n, t) in sorted(tables.items()):
+        out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq)}")
+        if t.key_kind == "rowid":
+            out.append(f"CREATE TEMP VIEW {key_view(n)} AS {view_select(t, n, world, seq, True)}")
+        out += [insert_trigger(t, n, world), update_trigger(t, n, world), delete_trigger(t, n, world)]
+    return out
