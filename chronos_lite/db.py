@@ -205,6 +205,12 @@ class Database:
         """None for main, else the open world named ``branch``."""
         if branch is None or branch == "main":
             return None
+        if "@" in branch:
+            raise ChronosError(
+                f"'{branch}': reading a branch as it was (name@when) needs row history, which "
+                f"this version of chronos does not keep yet; give a branch name",
+                BAD_ARGUMENT,
+            )
         return self.world(branch)
 
     def worlds(self) -> list[World]:

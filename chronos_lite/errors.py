@@ -31,3 +31,18 @@ class ChronosError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+_SQLITE_CODES = {
+    "UNIQUE constraint failed": UNIQUE_VIOLATION,
+    "FOREIGN KEY constraint failed": FOREIGN_KEY_VIOLATION,
+    "CHECK constraint failed": CHECK_VIOLATION,
+    "NOT NULL constraint failed": "23502",
+}
+
+
+def from_sqlite(exc: Exception) -> ChronosError:
+    """An SQLite error as a ChronosError carrying the SQLSTATE that fits it."""
+    message = str(exc)
+    code = next((c for p, c in _SQLITE_CODES.items() if message.startswith(p)), SQL_ERROR)
+    return ChronosError(message, code)

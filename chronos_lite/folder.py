@@ -8,11 +8,11 @@ from pathlib import Path
 import apsw
 
 from . import shadow
-from .db import DB_FILE, Database
+from .db import DB_FILE
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 
 
-def init(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Database:
+def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Path:
     """Create a database folder (and its one SQLite file); ``from_file`` becomes main."""
     folder = Path(folder)
     path = folder / DB_FILE
@@ -52,7 +52,7 @@ def init(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) 
     finally:
         for suffix in ("-wal", "-shm", "-journal"):
             _remove(Path(str(tmp) + suffix))
-    return Database(folder)
+    return path
 
 
 def _check_sqlite(source: Path) -> None:

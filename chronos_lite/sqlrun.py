@@ -73,7 +73,7 @@ def _run(db: Database, session: Session, statements: list[str], binds: dict) -> 
         except (apsw.Error, KeyError, ChronosError) as exc:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
-            raise _explain(db, session, exc, index, len(statements), stmt) from None
+            raise _explain(db, session, exc, index, len(statements), stmt, explicit) from None
         outcome.results.append(result)
     if began:
         conn.execute("COMMIT")
@@ -163,24 +163,16 @@ def _drop_history_triggers_for(conn: apsw.Connection, stmt: str) -> None:
         shadow.drop_triggers(conn, table)
 
 
-_CODES = {
-    "UNIQUE constraint failed": errors.UNIQUE_VIOLATION,
-    "FOREIGN KEY constraint failed": errors.FOREIGN_KEY_VIOLATION,
-    "CHECK constraint failed": errors.CHECK_VIOLATION,
-    "NOT NULL constraint failed": "23502",
-}
-
-
 def _explain(db: Database, session: Session, exc: Exception, index: int, total: int,
-             stmt: str) -> ChronosError:
+             stmt: str, explicit: bool) -> ChronosError:
     if isinstance(exc, ChronosError):
         message, code = exc.message, exc.code
     elif isinstance(exc, KeyError):
         message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
         code = errors.BAD_ARGUMENT
     else:
-        message = str(exc)
-        code = next((c for p, c in _CODES.items() if message.startswith(p)), errors.SQL_ERROR)
+        described = errors.from_sqlite(exc)
+        message, code = described.message, described.code
         if "cannot UPSERT a view" in message:
             message = (
                 "INSERT ... ON CONFLICT (upsert) is not available on a world; use "
@@ -191,5 +183,6 @@ def _explain(db: Database, session: Session, exc: Exception, index: int, total: 
     if total > 1:
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."
-        message = f"statement {index} of {total} failed, nothing was changed: {message} [{short}]"
+        undone = "an open transaction was rolled back" if explicit else "nothing was changed"
+        message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
     return ChronosError(message, code)

@@ -64,15 +64,20 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
 
 
 class _Keys:
-    """Key expressions for one table inside a world's triggers."""
+    """Key expressions for one table inside a world's triggers.
 
-    def __init__(self, t: TableInfo):
+    A table without a primary key has two views: the one named like the table (its rows found
+    by value) and the key view, which shows the hidden rowid (what get, put and delete use).
+    """
+
+    def __init__(self, t: TableInfo, key_view: bool = False):
         self.t = t
+        self.key_view = key_view
         self.cols = [quote_ident(c) for c in t.key_cols]
 
     def old(self) -> list[str]:
         if self.t.key_kind == "rowid":
-            return [CTX_KEY]
+            return [f"OLD.{self.cols[0]}" if self.key_view else CTX_KEY]
         return [f"OLD.{c}" for c in self.cols]
 
     def new(self) -> list[str]:
@@ -182,8 +187,8 @@ def _unique_msg(t: TableInfo, cols: tuple[str, ...]) -> str:
     return "UNIQUE constraint failed: " + ", ".join(f"{t.name}.{c}" for c in cols)
 
 
-def insert_trigger(t: TableInfo, n: int, world: int) -> str:
-    keys = _Keys(t)
+def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
+    keys = _Keys(t, kv)
     values = {}
     for c in t.writable:
         v = f"NEW.{quote_ident(c.name)}"
@@ -194,12 +199,12 @@ def insert_trigger(t: TableInfo, n: int, world: int) -> str:
         steps += _allocate(t, n, values[pk])
         values[pk] = CTX_KEY
     elif t.key_kind == "rowid":
-        steps += _allocate(t, n, None)
+        steps += _allocate(t, n, f"NEW.{quote_ident(ROWID_COL)}" if kv else None)
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
     view = _lookup_view(t, n)
     new = keys.new()
-    if t.key_kind != "rowid":
-        steps += _refuse("", f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}", _unique_msg(t, t.pk))
+    if t.key_kind != "rowid" or kv:
+        steps += _refuse("", f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}", _unique_msg(t, t.pk or ("rowid",)))
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         steps += _refuse("", f"SELECT 1 FROM {view} WHERE {match}", _unique_msg(t, cols))
@@ -209,11 +214,11 @@ def insert_trigger(t: TableInfo, n: int, world: int) -> str:
         steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {match}"))
     steps += _write_row(t, n, world, keys, values)
     steps.append(COUNT)
-    return _trigger(t, "ii", "INSERT", steps)
+    return _trigger(t, n, "ii", "INSERT", steps, kv)
 
 
-def update_trigger(t: TableInfo, n: int, world: int) -> str:
-    keys = _Keys(t)
+def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
+    keys = _Keys(t, kv)
     values = {c.name: f"NEW.{quote_ident(c.name)}" for c in t.writable}
     steps: list[str] = []
     if t.key_kind == "int":
@@ -223,7 +228,7 @@ def update_trigger(t: TableInfo, n: int, world: int) -> str:
         steps.append(f"UPDATE {CTX} SET k = {_checked_int(values[pk])}")
         values[pk] = CTX_KEY
     elif t.key_kind == "rowid":
-        steps.append(_find_rowid(t, n))
+        steps.append(f"UPDATE {CTX} SET k = OLD.{quote_ident(ROWID_COL)}" if kv else _find_rowid(t, n))
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
     view = _lookup_view(t, n)
     old, new = keys.old(), keys.new()
@@ -254,13 +259,13 @@ def update_trigger(t: TableInfo, n: int, world: int) -> str:
         )
     steps += _write_row(t, n, world, keys, values)
     steps.append(COUNT)
-    return _trigger(t, "iu", "UPDATE", steps)
+    return _trigger(t, n, "iu", "UPDATE", steps, kv)
 
 
-def delete_trigger(t: TableInfo, n: int, world: int) -> str:
-    keys = _Keys(t)
+def delete_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
+    keys = _Keys(t, kv)
     steps: list[str] = []
-    if t.key_kind == "rowid":
+    if t.key_kind == "rowid" and not kv:
         steps.append(_find_rowid(t, n))
     old = keys.old()
     o = f"main.{overlay_table(n)}"
@@ -271,13 +276,14 @@ def delete_trigger(t: TableInfo, n: int, world: int) -> str:
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) VALUES ({world}, {CLOCK}, 1, {', '.join(old)})",
         COUNT,
     ]
-    return _trigger(t, "id", "DELETE", steps)
+    return _trigger(t, n, "id", "DELETE", steps, kv)
 
 
-def _trigger(t: TableInfo, suffix: str, event: str, steps: list[str]) -> str:
-    name = quote_ident(f"_chronos_w_{suffix}_{t.name}")
+def _trigger(t: TableInfo, n: int, suffix: str, event: str, steps: list[str], kv: bool) -> str:
+    target = key_view(n) if kv else quote_ident(t.name)
+    name = f"_chronos_w_{suffix}_k{n}" if kv else f"_chronos_w_{suffix}_{n}"
     body = "; ".join(steps)
-    return f"CREATE TEMP TRIGGER {name} INSTEAD OF {event} ON {quote_ident(t.name)} BEGIN {body}; END"
+    return f"CREATE TEMP TRIGGER {name} INSTEAD OF {event} ON {target} BEGIN {body}; END"
 
 
 def world_objects(tables: dict[str, tuple[int, TableInfo]], world: int, seq: int) -> list[str]:
@@ -287,5 +293,7 @@ def world_objects(tables: dict[str, tuple[int, TableInfo]], world: int, seq: int
         out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq)}")
         if t.key_kind == "rowid":
             out.append(f"CREATE TEMP VIEW {key_view(n)} AS {view_select(t, n, world, seq, True)}")
+            out += [insert_trigger(t, n, world, True), update_trigger(t, n, world, True),
+                    delete_trigger(t, n, world, True)]
         out += [insert_trigger(t, n, world), update_trigger(t, n, world), delete_trigger(t, n, world)]
     return out

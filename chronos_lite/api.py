@@ -1,0 +1,60 @@
+"""The Python API: ``chronos_lite.open(folder)`` and ``chronos_lite.init(folder)``.
+
+>>> db = chronos_lite.init("./shop")
+>>> db.sql("create table users(id integer primary key, name text)")
+>>> db.fork("task-1", meta={"task": "fix names"})
+>>> db.sql("update users set name = 'Ada L.' where id = 1", branch="task-1")
+>>> db.get("users", 1, branch="task-1")
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import rows, sqlrun
+from .db import Database, World
+from .folder import create
+from .registry import REGISTRY, Caller, Reply
+
+
+class Chronos(Database):
+    """An open database folder, with the operations as methods."""
+
+    def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
+        """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
+        return sqlrun.run(self, branch, sql, list(params))
+
+    def query(self, sql: str, *params: Any, branch: str = "main") -> list[dict[str, Any]]:
+        """The rows of the last statement's result, as dicts."""
+        outcome = self.sql(sql, *params, branch=branch)
+        last = outcome.results[-1]
+        return [dict(zip(last.columns or [], row)) for row in last.rows]
+
+    def get(self, table: str, id: Any, branch: str = "main") -> dict[str, Any] | None:
+        return rows.get(self, branch, table, str(id))[1]
+
+    def put(self, table: str, id: Any, record: dict[str, Any], branch: str = "main") -> bool:
+        """Create or replace a whole row; True if it was created."""
+        return rows.put(self, branch, table, str(id), record)
+
+    def delete(self, table: str, id: Any, branch: str = "main") -> None:
+        rows.delete(self, branch, table, str(id))
+
+    def branches(self) -> list[World]:
+        return self.worlds()
+
+    def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
+        """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""
+        return REGISTRY.call(self, operation, args, caller)
+
+
+def open(folder: str | os.PathLike) -> Chronos:  # noqa: A001 - the natural name
+    """Open a database folder made by ``chronos init``."""
+    return Chronos(folder)
+
+
+def init(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Chronos:
+    """Create a database folder; with ``from_file`` an existing SQLite file becomes main."""
+    create(folder, from_file)
+    return Chronos(folder)

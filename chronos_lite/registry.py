@@ -1,0 +1,186 @@
+"""The one registry of operations that MCP, HTTP, the shell and the CLI all dispatch through.
+
+An operation is defined once: its name, its JSON Schema (``schemas/<name>.json``, the MCP tool's
+inputSchema verbatim), a handler taking validated arguments and a caller, its annotations, and
+its text rendering. Nothing else validates arguments, checks rights or formats results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .errors import BAD_ARGUMENT, ChronosError
+
+_HERE = Path(__file__).resolve().parent
+SCHEMA_DIRS = (_HERE.parent / "schemas", _HERE / "schemas")
+
+
+@dataclass
+class Caller:
+    """Who acts. For now always the database's own user; agents and modes fill the slot later."""
+
+    name: str = "owner"
+    mode: str = "owner"
+    own_worlds: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Reply:
+    """What an operation returns: the text every front end shows, and the same as data."""
+
+    text: str
+    data: Any = None
+
+
+Handler = Callable[[Any, dict[str, Any], Caller], Reply]
+
+
+@dataclass
+class Operation:
+    name: str
+    title: str
+    description: str
+    handler: Handler
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    @cached_property
+    def schema(self) -> dict:
+        for folder in SCHEMA_DIRS:
+            path = folder / f"{self.name}.json"
+            if path.is_file():
+                return json.loads(path.read_text())
+        raise FileNotFoundError(f"schema for operation {self.name} not found")
+
+    @cached_property
+    def validator(self) -> jsonschema.protocols.Validator:
+        cls = jsonschema.validators.validator_for(self.schema)
+        cls.check_schema(self.schema)
+        return cls(self.schema)
+
+    @property
+    def properties(self) -> dict[str, dict]:
+        return self.schema.get("properties", {})
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.schema.get("required", []))
+
+    @property
+    def annotations(self) -> dict[str, bool]:
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": False,
+        }
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        """Check arguments against the schema; fill defaults. Errors say how to fix the call."""
+        if not isinstance(args, dict):
+            raise ChronosError(f"{self.name} takes a JSON object of arguments")
+        error = next(iter(sorted(self.validator.iter_errors(args), key=_error_order)), None)
+        if error is not None:
+            raise ChronosError(self._explain(error), BAD_ARGUMENT)
+        out = dict(args)
+        for key, spec in self.properties.items():
+            if key not in out and "default" in spec:
+                out[key] = spec["default"]
+        return out
+
+    def _explain(self, error: jsonschema.ValidationError) -> str:
+        if error.validator == "required":
+            missing = next(p for p in error.validator_value if p not in error.instance)
+            return f"'{missing}' is required: {describe(self.properties[missing])}"
+        if error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(self.properties))
+            takes = ", ".join(self.properties) or "no parameters"
+            return f"unknown parameter '{extra[0]}': {self.name} takes {takes}"
+        path = [p for p in error.absolute_path]
+        if path:
+            top = str(path[0])
+            spec = self.properties.get(top, {})
+            where = "".join(f"[{p!r}]" for p in path[1:])
+            return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}"
+        return error.message
+
+
+def _error_order(error: jsonschema.ValidationError) -> tuple:
+    # Report a missing or unknown parameter before a bad value: it is usually the real mistake.
+    rank = {"required": 0, "additionalProperties": 1}.get(error.validator, 2)
+    return (rank, list(error.absolute_path))
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def describe(spec: dict) -> str:
+    """A parameter's rule in words, from its schema."""
+    kind = spec.get("type")
+    if kind == "string":
+        pattern = spec.get("pattern", "")
+        if pattern.startswith("^\\S") or pattern.startswith("^[^\\s@]"):
+            text = "a non-empty string without spaces"
+            return text + (" (name or name@when)" if "@" in pattern else "")
+        if "enum" in spec:
+            return " or ".join(repr(v) for v in spec["enum"])
+        return "a non-empty string" if spec.get("minLength") else "a string"
+    if kind == "boolean":
+        return "true or false"
+    if kind == "integer":
+        low = spec.get("minimum")
+        return "an integer" + (f" of at least {low}" if low is not None else "")
+    if kind == "object":
+        return "a JSON object"
+    if kind == "array":
+        items = spec.get("items", {})
+        return "an array" + (f" of {describe(items)}s" if items.get("type") == "string" else "")
+    return "a valid value"
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._ops: dict[str, Operation] = {}
+
+    def add(self, op: Operation) -> Operation:
+        self._ops[op.name] = op
+        return op
+
+    def __iter__(self):
+        return iter(self._ops.values())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._ops
+
+    def get(self, name: str) -> Operation:
+        try:
+            return self._ops[name]
+        except KeyError:
+            raise ChronosError(f"unknown operation '{name}'; operations: {', '.join(self._ops)}") from None
+
+    def call(self, db: Any, name: str, args: Any, caller: Caller | None = None) -> Reply:
+        op = self.get(name)
+        return op.handler(db, op.validate(args if args is not None else {}), caller or Caller())
+
+
+REGISTRY = Registry()
+
+
+def operation(name: str, title: str, description: str, **hints: bool) -> Callable[[Handler], Handler]:
+    """Register a handler as an operation (its schema is ``schemas/<name>.json``)."""
+
+    def wrap(handler: Handler) -> Handler:
+        REGISTRY.add(Operation(name, title, description, handler, **hints))
+        return handler
+
+    return wrap

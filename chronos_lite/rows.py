@@ -1,0 +1,171 @@
+"""One row at a time: get, put and delete by ``table/id``, on main or a world.
+
+A row's id is its primary key as text. A table without a primary key uses its rowid. A
+composite key is spelled as its values in key order joined by commas (``order_items/17,3``), or
+as a JSON array when a value holds a comma (``["a,b", 3]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import apsw
+
+from .catalog import ROWID_COL, TableInfo
+from .db import Database, Session
+from .errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
+from .sqltext import quote_ident
+from .worldsql import CTX, MODES, key_view
+
+
+def parse_id(t: TableInfo, text: str) -> list[Any]:
+    """The key values a row id names, checked against the table's key."""
+    if t.key_kind in ("int", "rowid"):
+        try:
+            return [int(text)]
+        except ValueError:
+            what = f"{t.pk[0]} INTEGER PRIMARY KEY" if t.pk else "its rowid"
+            raise ChronosError(
+                f"'id' must be an integer for table {t.name} (its key is {what}), not '{text}'"
+            ) from None
+    if t.key_kind == "single":
+        return [text]
+    if text.startswith("["):
+        try:
+            values = json.loads(text)
+        except ValueError:
+            values = None
+        if not isinstance(values, list):
+            raise ChronosError(f"'id' {text} is not a JSON array of key values")
+    else:
+        values = text.split(",")
+    if len(values) != len(t.pk):
+        raise ChronosError(
+            f"table {t.name} has a composite key ({', '.join(t.pk)}): spell its id as "
+            f"{len(t.pk)} values joined by commas, e.g. '{','.join('v' * 1 for _ in t.pk)}', "
+            f"or as a JSON array"
+        )
+    return values
+
+
+def format_id(t: TableInfo, values: list[Any]) -> str:
+    if len(values) == 1:
+        return str(values[0])
+    if any("," in str(v) or str(v).startswith("[") for v in values):
+        return json.dumps(values, ensure_ascii=False)
+    return ",".join(str(v) for v in values)
+
+
+def row_id(t: TableInfo, row: dict[str, Any], rowid: Any = None) -> str:
+    if t.key_kind == "rowid":
+        return str(rowid)
+    return format_id(t, [row[c] for c in t.pk])
+
+
+def _source(session: Session, n: int, t: TableInfo) -> tuple[str, str]:
+    """The relation to read/write the table through, and the name of its key column there."""
+    if session.world is None:
+        return f"main.{quote_ident(t.name)}", "rowid"
+    if t.key_kind == "rowid":
+        return f"temp.{key_view(n)}", quote_ident(ROWID_COL)
+    return f"temp.{quote_ident(t.name)}", ""
+
+
+def _key_condition(t: TableInfo, rowid_col: str) -> str:
+    if t.key_kind == "rowid":
+        return f"{rowid_col} = ?"
+    return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
+
+
+def get(db: Database, branch: str | None, table: str, id_text: str) -> tuple[TableInfo, dict | None]:
+    n, t = db.table(table)
+    key = parse_id(t, id_text)
+    session = db.session(branch)
+    source, rowid_col = _source(session, n, t)
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    row = session.conn.execute(
+        f"select {cols} from {source} where {_key_condition(t, rowid_col)}", key
+    ).fetchone()
+    return t, (dict(zip(t.column_names, row)) if row is not None else None)
+
+
+def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> dict:
+    unknown = [k for k in record if k not in t.column_names]
+    if unknown:
+        raise ChronosError(
+            f"table {t.name} has no column {', '.join(repr(k) for k in unknown)}; "
+            f"its columns: {', '.join(t.column_names)}"
+        )
+    row = {k: (json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v)
+           for k, v in record.items()}
+    for col, value in zip(t.pk, key):
+        if col in row and str(row[col]) != str(value):
+            raise ChronosError(
+                f"'record' says {col} = {row[col]!r} but 'id' is '{id_text}': leave the key "
+                f"out of the record, or make them agree",
+                BAD_ARGUMENT,
+            )
+        row[col] = value
+    generated = [c.name for c in t.columns if c.generated and c.name in row]
+    for col in generated:
+        row.pop(col)
+    return row
+
+
+def put(db: Database, branch: str | None, table: str, id_text: str, record: dict) -> bool:
+    """Create or replace a whole row. Returns True if it was created."""
+    n, t = db.table(table)
+    key = parse_id(t, id_text)
+    row = _check_record(t, record, key, id_text)
+    session = db.session(branch)
+    source, rowid_col = _source(session, n, t)
+    cols = list(row)
+    values = list(row.values())
+    if t.key_kind == "rowid":
+        cols.append(rowid_col)
+        values.append(key[0])
+    names = ", ".join(c if c in ("rowid", quote_ident(ROWID_COL)) else quote_ident(c) for c in cols)
+    marks = ", ".join("?" for _ in cols)
+    exists = f"select 1 from {source} where {_key_condition(t, rowid_col)}"
+
+    def run(conn: apsw.Connection) -> bool:
+        created = conn.execute(exists, key).fetchone() is None
+        conn.execute(f"insert or replace into {source}({names}) values ({marks})", values)
+        return created
+
+    return _write(db, session, run)
+
+
+def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
+    n, t = db.table(table)
+    key = parse_id(t, id_text)
+    session = db.session(branch)
+    source, rowid_col = _source(session, n, t)
+
+    def run(conn: apsw.Connection) -> None:
+        cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)
+        cur.fetchall()
+        gone = conn.execute(f"select n from {CTX}").fetchone()[0] if session.world else conn.changes()
+        if not gone:
+            raise ChronosError(f"no row {t.name}/{id_text} on {session.branch}", NOT_FOUND)
+
+    _write(db, session, run)
+
+
+def _write(db: Database, session: Session, action: Callable[[apsw.Connection], Any]) -> Any:
+    """Run one row write as its own transaction; on a world it moves the version on."""
+    conn = session.conn
+    try:
+        with db.write(conn):
+            if session.world is not None:
+                conn.execute(f"update {CTX} set mode = ?, n = 0", (MODES["replace"],))
+            result = action(conn)
+            if session.world is not None:
+                db.bump_version(conn, session.world)
+        return result
+    except apsw.Error as exc:
+        raise from_sqlite(exc) from None
+    finally:
+        db.end_call(session)

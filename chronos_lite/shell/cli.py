@@ -1,0 +1,187 @@
+"""The ``chronos`` command: ``chronos init <folder>`` and ``chronos <folder> <operation> ...``.
+
+Every registry operation is a subcommand, named as the operation with ``_`` written ``-``. Its
+required parameters are positional arguments in the schema's order; every parameter is also an
+option (``--only-tables``), options go before or after the positionals, and ``-b/--branch``
+works wherever a branch is read. Object and array values are given as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import chronos_lite
+from chronos_lite.errors import ChronosError
+from chronos_lite.registry import REGISTRY, Operation, describe
+
+USAGE = """usage:
+  chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
+  chronos <folder> <operation> [arguments] [--options]
+  chronos <folder> help [operation]       the operations, or one operation's arguments
+
+options for every operation:
+  -b, --branch NAME   the branch to work on (default main)
+  --json              print the result as JSON data instead of text
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ChronosError(f"{message}\n{self.format_usage().strip()}")
+
+
+def _cli_name(op: str) -> str:
+    return op.replace("_", "-")
+
+
+def _op_name(word: str) -> str:
+    return word.replace("-", "_")
+
+
+def _parse_value(spec: dict, text: str, name: str) -> Any:
+    kind = spec.get("type")
+    if kind in ("object", "array"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            if kind == "array" and spec.get("items", {}).get("type") == "string":
+                return [part.strip() for part in text.split(",") if part.strip()]
+            raise ChronosError(f"'{name}' must be {describe(spec)} written as JSON, not {text}") from None
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ChronosError(f"'{name}' must be an integer, not {text}") from None
+    if kind == "boolean":
+        lowered = text.lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ChronosError(f"'{name}' must be true or false, not {text}")
+    return text
+
+
+def op_parser(op: Operation) -> argparse.ArgumentParser:
+    parser = _Parser(prog=f"chronos <folder> {_cli_name(op.name)}", description=op.description,
+                     add_help=False)
+    for name in op.required:
+        # Optional here so a missing one is reported by the registry, as on every front end.
+        parser.add_argument(name, metavar=name.upper(), nargs="?", default=None,
+                            help=describe(op.properties[name]))
+    for name, spec in op.properties.items():
+        flags = [f"--{_cli_name(name)}"]
+        if name == "branch":
+            flags.insert(0, "-b")
+        dest = f"opt_{name}"
+        if spec.get("type") == "boolean":
+            parser.add_argument(*flags, dest=dest, nargs="?", const="true", default=None,
+                                help=spec.get("description"))
+        else:
+            parser.add_argument(*flags, dest=dest, default=None, metavar="VALUE",
+                                help=spec.get("description"))
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def parse_operation_args(op: Operation, argv: Sequence[str]) -> tuple[dict[str, Any], bool]:
+    """The operation's arguments from a command line, and whether --json was asked for."""
+    ns = op_parser(op).parse_intermixed_args(list(argv))
+    args: dict[str, Any] = {}
+    for name, spec in op.properties.items():
+        option = getattr(ns, f"opt_{name}")
+        positional = getattr(ns, name, None) if name in op.required else None
+        if option is not None and positional is not None:
+            raise ChronosError(f"'{name}' given twice: as an argument and as --{_cli_name(name)}")
+        text = option if option is not None else positional
+        if text is not None:
+            if name == "sql" and text == "-":
+                text = sys.stdin.read()
+            args[name] = _parse_value(spec, text, name)
+    return args, ns.json
+
+
+def _help(folder: str, words: list[str]) -> str:
+    if words:
+        op = REGISTRY.get(_op_name(words[0]))
+        return op_parser(op).format_help()
+    lines = [USAGE, "operations:"]
+    for op in REGISTRY:
+        lines.append(f"  {_cli_name(op.name):<16}{op.title}")
+    return "\n".join(lines)
+
+
+def run(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_help("", argv[1:2]) if argv[1:2] else _help("", []))
+        return 0
+    if argv[0] == "--version":
+        print(f"chronos {chronos_lite.__version__}")
+        return 0
+    if argv[0] == "init":
+        return _init(argv[1:])
+    folder, rest = argv[0], argv[1:]
+    if not rest:
+        raise ChronosError(
+            f"give an operation: chronos {folder} <operation> ...; "
+            f"`chronos {folder} help` lists them"
+        )
+    if rest[0] in ("help", "-h", "--help"):
+        print(_help(folder, rest[1:]))
+        return 0
+    name = _op_name(rest[0])
+    if name not in REGISTRY:
+        ops = ", ".join(_cli_name(o.name) for o in REGISTRY)
+        raise ChronosError(f"unknown operation '{rest[0]}'; operations: {ops}")
+    op = REGISTRY.get(name)
+    if "-h" in rest[1:] or "--help" in rest[1:]:
+        print(op_parser(op).format_help())
+        return 0
+    args, as_json = parse_operation_args(op, rest[1:])
+    with chronos_lite.open(folder) as db:
+        reply = REGISTRY.call(db, name, args)
+    if as_json:
+        print(json.dumps(reply.data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(reply.text)
+    return 0
+
+
+def _init(argv: list[str]) -> int:
+    parser = _Parser(prog="chronos init", add_help=False)
+    parser.add_argument("folder")
+    parser.add_argument("--from", dest="source", default=None)
+    ns = parser.parse_intermixed_args(argv)
+    db = chronos_lite.init(ns.folder, ns.source)
+    tables = sorted(db.tables())
+    db.close()
+    adopted = f" from {ns.source} ({len(tables)} tables: {', '.join(tables)})" if ns.source else ""
+    print(f"created chronos database {ns.folder}{adopted}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(sys.argv[1:] if argv is None else argv)
+    except ChronosError as exc:
+        print(f"chronos: {exc.message}", file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        print("chronos: interrupted", file=sys.stderr)
+        code = 130
+    except Exception as exc:  # never a traceback for a user, unless asked for
+        if os.environ.get("CHRONOS_DEBUG"):
+            raise
+        print(f"chronos: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

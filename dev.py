@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Set up and run chronos_lite on a fresh machine with only Python 3.11+.
+
+    python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
+    python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+
+
+def sh(*cmd: str | os.PathLike, **kw) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
+
+
+def setup(extras: str = "") -> None:
+    if not (BIN / "python").exists():
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    sh(BIN / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+       "-e", f".{extras}")
+
+
+def demo() -> None:
+    setup()
+    sh(BIN / "python", ROOT / "examples" / "quickstart.py", ROOT / "demo" / "shop")
+
+
+def test() -> None:
+    setup("[test]")
+    sh(BIN / "ruff", "check", "chronos_lite", "tests", "benchmarks", "examples", "dev.py")
+    workers = os.environ.get("CHRONOS_TEST_WORKERS", "2")
+    sh(BIN / "python", "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *sys.argv[2:])
+
+
+if __name__ == "__main__":
+    task = sys.argv[1] if len(sys.argv) > 1 else ""
+    if task not in ("demo", "test"):
+        sys.exit(__doc__)
+    try:
+        {"demo": demo, "test": test}[task]()
+    except subprocess.CalledProcessError as exc:
+        sys.exit(exc.returncode)
