@@ -165,8 +165,10 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
 
 
 def _history_ddl(t: TableInfo, n: int) -> list[str]:
+    # Same declared types as main: every arm of a world's view then has the same affinity,
+    # so comparisons on the view behave as they do on the real table.
     h = history_table(n)
-    cols = [quote_ident(c) for c in t.column_names]
+    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
     if t.key_kind == "rowid":
         cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
     keys = ", ".join(quote_ident(c) for c in t.key_cols)
@@ -379,11 +381,8 @@ def _add_or_rename_columns(conn: apsw.Connection, n: int, known: list[str], t: T
     merged = list(known)
     for c in t.columns:
         if c.name not in merged:
-            conn.execute(f"alter table {history_table(n)} add column {quote_ident(c.name)}")
-            conn.execute(
-                f"alter table {overlay_table(n)} add column "
-                f"{quote_ident(c.name)} {c.decltype}".rstrip()
-            )
+            for tbl in (history_table(n), overlay_table(n)):
+                conn.execute(f"alter table {tbl} add column {quote_ident(c.name)} {c.decltype}")
             merged.append(c.name)
     return merged
 

@@ -1,0 +1,109 @@
+"""The issue's walk-through, through the real `chronos` command."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from conftest import run_cli
+
+
+def test_issue_walkthrough(tmp_path):
+    shop = tmp_path / "shop"
+    assert run_cli("init", shop).stdout.strip() == f"created chronos database {shop}"
+    create = "create table users(id integer primary key autoincrement, name text, email text unique)"
+    assert run_cli(shop, "sql", create).stdout.strip() == "CREATE TABLE"
+    out = run_cli(shop, "sql", "insert into users(name, email) values ('Ada', 'ada@x.org')")
+    assert out.stdout.strip() == "INSERT 0 1"
+    out = run_cli(shop, "fork", "task-1", "--meta", '{"task": "fix names"}').stdout.strip()
+    assert out.startswith("created branch task-1 (world id w")
+    assert out.endswith(') from main; pass branch="task-1" to work on it')
+    wid = out.split("world id ")[1].split(")")[0]
+    assert len(wid) == 17 and int(wid[1:], 16) >= 0
+    out = run_cli(shop, "sql", "-b", "task-1", "update users set name = 'Ada L.' where id = 1")
+    assert out.stdout.strip() == "UPDATE 1"
+    assert run_cli(shop, "sql", "select name from users").stdout == " name\n------\n Ada\n(1 row)\n"
+    out = run_cli(shop, "sql", "-b", "task-1", "select name from users").stdout
+    assert out == " name\n--------\n Ada L.\n(1 row)\n"
+    listing = run_cli(shop, "branches").stdout
+    assert "task-1" in listing and wid in listing and '{"task": "fix names"}' in listing
+    assert run_cli(shop, "discard", "task-1").stdout.strip() == (
+        f"discarded branch task-1 (world id {wid})"
+    )
+    assert "task-1" not in run_cli(shop, "branches").stdout
+
+
+def test_init_from_existing_sqlite_file(tmp_path):
+    source = tmp_path / "existing.sqlite"
+    plain = sqlite3.connect(source)
+    plain.execute("create table items(id integer primary key, label text)")
+    plain.executemany("insert into items(label) values (?)", [("a",), ("b",)])
+    plain.commit()
+    plain.close()
+    copy = tmp_path / "copy"
+    out = run_cli("init", copy, "--from", source).stdout
+    assert "1 tables: items" in out
+    assert "(2 rows)" in run_cli(copy, "sql", "select * from items").stdout
+    run_cli(copy, "fork", "w")
+    run_cli(copy, "sql", "-b", "w", "delete from items")
+    assert "(2 rows)" in run_cli(copy, "sql", "select * from items").stdout
+    assert "(0 rows)" in run_cli(copy, "sql", "-b", "w", "select * from items").stdout
+
+
+def test_options_before_or_after_positionals_and_dashed_names(tmp_path, shop):
+    folder = shop.folder
+    shop.close()
+    run_cli(folder, "fork", "--meta", '{"a": 1}', "t1")
+    out = run_cli(folder, "set-meta", "t1", '{"b": 2, "a": null}').stdout.strip()
+    assert out == 't1: {"b": 2}'
+    out = run_cli(folder, "sql", "select count(*) as n from users", "--branch", "t1").stdout
+    assert "(1 row)" in out
+    out = run_cli(folder, "get", "-b", "t1", "users", "1").stdout
+    assert out.strip() == 'users/1 {"id": 1, "name": "Ada", "email": "ada@x.org"}'
+    out = run_cli(folder, "put", "users", "7", '{"name": "Bo", "email": "bo@x"}', "-b", "t1")
+    assert out.stdout.strip() == "created users/7 on t1"
+    assert run_cli(folder, "delete", "users", "7", "-b", "t1").stdout.strip() == "deleted users/7 on t1"
+    data = json.loads(run_cli(folder, "get", "users", "1", "--json").stdout)
+    assert data["row"] == {"id": 1, "name": "Ada", "email": "ada@x.org"}
+
+
+def test_errors_are_one_line_nonzero_and_change_nothing(tmp_path, shop):
+    folder = shop.folder
+    shop.close()
+    cases = [
+        (("get", "users"), "'id' is required: a non-empty string without spaces"),
+        (("get", "users", "9"), "no row users/9 on main"),
+        (("get", "nope", "1"), "no table 'nope'; tables: users"),
+        (("sql", "select * from users", "-b", "ghost"), "no branch 'ghost'; branches: main"),
+        (("frobnicate",), "unknown operation 'frobnicate'"),
+        (("discard", "main"), "no branch 'main'"),
+        (("fork", "main"), "'main' is taken"),
+        (("fork", "x", "--meta", "[1]"), "'meta' must be a JSON object"),
+        (("sql", "insert into users(name, email) values ('B', 'b@x'); "
+          "insert into users(name, email) values ('C', 'ada@x.org')"),
+         "statement 2 of 2 failed (nothing was changed): UNIQUE constraint failed: users.email"),
+    ]
+    for args, message in cases:
+        proc = run_cli(folder, *args, check=False)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert proc.stderr.startswith("chronos: "), proc.stderr
+        assert message in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    out = run_cli(folder, "sql", "select count(*) as n from users").stdout
+    assert out.split("\n")[2].strip() == "1"
+
+
+def test_not_a_database_and_help(tmp_path):
+    proc = run_cli(tmp_path / "nothing", "branches", check=False)
+    assert proc.returncode == 1
+    assert "is not a chronos database" in proc.stderr and "chronos init" in proc.stderr
+    assert "operations:" in run_cli("--help").stdout
+    assert "set-meta" in run_cli(tmp_path, "help").stdout
+    assert "--cascade" in run_cli(tmp_path, "help", "discard").stdout
+
+
+def test_sql_from_stdin_and_params(tmp_path, shop):
+    folder = shop.folder
+    shop.close()
+    out = run_cli(folder, "sql", "-", "--params", '["Ada"]', stdin="select id from users where name = $1")
+    assert "(1 row)" in out.stdout
