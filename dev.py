@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Set up and run chronos_lite on a fresh machine with only Python 3.11+.
 
-    python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
-    python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
+python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
+python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
 """
 
 from __future__ import annotations
@@ -26,8 +26,16 @@ def sh(*cmd: str | os.PathLike, **kw) -> None:
 def setup(extras: str = "") -> None:
     if not (BIN / "python").exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
-    sh(BIN / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-       "-e", f".{extras}")
+    sh(
+        BIN / "python",
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        "-e",
+        f".{extras}",
+    )
 
 
 def demo() -> None:

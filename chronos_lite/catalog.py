@@ -112,9 +112,7 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         if icols and all(c is not None for c in icols) and tuple(icols) != pk_names:
             uniques.append(tuple(icols))
     autoinc = bool(
-        conn.execute(
-            "select 1 from main.sqlite_schema where name = 'sqlite_sequence'"
-        ).fetchone()
+        conn.execute("select 1 from main.sqlite_schema where name = 'sqlite_sequence'").fetchone()
         and "AUTOINCREMENT" in sql.upper()
     )
     return TableInfo(

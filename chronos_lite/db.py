@@ -17,9 +17,9 @@ import apsw
 
 from . import shadow
 from .catalog import PREFIX, TableInfo, table_info, user_tables
-from .sqltext import quote_ident
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .shadow import DEAD, SEQ, WORLD, overlay_table
+from .sqltext import quote_ident
 from .worldsql import CTX_DDL, world_objects
 
 DB_FILE = "chronos.db"
@@ -63,8 +63,19 @@ class Session:
 
 def _world_from_row(row: tuple) -> World:
     wid_int, wid, name, parent_id, parent, base, fork, owner, meta, version, created = row
-    return World(wid_int, wid, name, parent_id, parent or "main", base, fork, owner,
-                 json.loads(meta), version, created)
+    return World(
+        wid_int,
+        wid,
+        name,
+        parent_id,
+        parent or "main",
+        base,
+        fork,
+        owner,
+        json.loads(meta),
+        version,
+        created,
+    )
 
 
 WORLD_COLUMNS = (
@@ -195,8 +206,12 @@ class Database:
             (name,),
         ).fetchone()
         if row is None:
-            names = [r[0] for r in conn.execute(
-                "select name from _chronos_worlds where state = 'open' order by name")]
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "select name from _chronos_worlds where state = 'open' order by name"
+                )
+            ]
             listing = ", ".join(["main", *names])
             raise ChronosError(f"no branch '{name}'; branches: {listing}", NOT_FOUND)
         return _world_from_row(row)
@@ -232,8 +247,13 @@ class Database:
         ).fetchall()
         return [_world_from_row(r) for r in rows]
 
-    def fork(self, name: str, source: str | None = None, meta: dict | None = None,
-             owner: str | None = None) -> World:
+    def fork(
+        self,
+        name: str,
+        source: str | None = None,
+        meta: dict | None = None,
+        owner: str | None = None,
+    ) -> World:
         """Create a world from main or from another world. Instant: no rows are copied from
         main; forking a world copies only that world's own changes."""
         if name == "main":
@@ -257,8 +277,16 @@ class Database:
             conn.execute(
                 "insert into _chronos_worlds(wid, name, parent, base_seq, fork_seq, owner, meta, "
                 "created) values (?, ?, ?, ?, ?, ?, ?, ?)",
-                ("w" + secrets.token_hex(8), name, parent.id if parent else None, base, clock,
-                 owner or self.caller_name, meta_text, time.time()),
+                (
+                    "w" + secrets.token_hex(8),
+                    name,
+                    parent.id if parent else None,
+                    base,
+                    clock,
+                    owner or self.caller_name,
+                    meta_text,
+                    time.time(),
+                ),
             )
             new_id = conn.last_insert_rowid()
             if parent:
@@ -371,9 +399,7 @@ class Database:
                 conn.execute(stmt)
         finally:
             conn.execute("COMMIT")
-        session.own_temp = {
-            r[0] for r in conn.execute("select name from temp.sqlite_schema")
-        }
+        session.own_temp = {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
         session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
 
     def end_call(self, session: Session) -> None:
@@ -399,7 +425,7 @@ class Database:
 
 def encode_meta(meta: Any) -> str:
     if not isinstance(meta, dict):
-        raise ChronosError("'meta' must be a JSON object, e.g. {\"task\": \"fix names\"}")
+        raise ChronosError('\'meta\' must be a JSON object, e.g. {"task": "fix names"}')
     text = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode()) > MAX_META_BYTES:
         raise ChronosError(

@@ -34,11 +34,13 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
     for result in outcome.results:
         if result.columns is not None:
             parts.append(render.table(result.columns, result.rows))
-            data.append({
-                "statement": result.sql,
-                "columns": result.columns,
-                "rows": [[render.json_value(v) for v in row] for row in result.rows],
-            })
+            data.append(
+                {
+                    "statement": result.sql,
+                    "columns": result.columns,
+                    "rows": [[render.json_value(v) for v in row] for row in result.rows],
+                }
+            )
         else:
             parts.append(result.tag)
             data.append({"statement": result.sql, "tag": result.tag})
@@ -47,71 +49,99 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
             "ROLLBACK: the call ended with its transaction still open, so it was rolled back; "
             "put COMMIT in the same call"
         )
-    return Reply("\n".join(parts), {"branch": outcome.branch, "results": data,
-                                    "rolled_back": outcome.rolled_back_open})
+    return Reply(
+        "\n".join(parts),
+        {"branch": outcome.branch, "results": data, "rolled_back": outcome.rolled_back_open},
+    )
 
 
-@operation("get", "Read one row", "Reads one row by its id (its primary key as text).",
-           read_only=True, idempotent=True)
+@operation(
+    "get",
+    "Read one row",
+    "Reads one row by its id (its primary key as text).",
+    read_only=True,
+    idempotent=True,
+)
 def get_op(db: Database, args: dict, caller: Caller) -> Reply:
     t, row = rows.get(db, _branch(args), args["table"], args["id"])
     if row is None:
         raise ChronosError(f"no row {t.name}/{args['id']} on {_branch(args)}", NOT_FOUND)
-    return Reply(f"{t.name}/{args['id']} {render.row_json(row)}",
-                 {"table": t.name, "id": args["id"], "row": _json_row(row)})
+    return Reply(
+        f"{t.name}/{args['id']} {render.row_json(row)}",
+        {"table": t.name, "id": args["id"], "row": _json_row(row)},
+    )
 
 
-@operation("put", "Create or replace one row",
-           "Creates or replaces one row (the whole row: columns left out get their default).",
-           destructive=True, idempotent=True)
+@operation(
+    "put",
+    "Create or replace one row",
+    "Creates or replaces one row (the whole row: columns left out get their default).",
+    destructive=True,
+    idempotent=True,
+)
 def put_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = _branch(args)
     created = rows.put(db, branch, args["table"], args["id"], args["record"])
     verb = "created" if created else "replaced"
     _, t = db.table(args["table"])
-    return Reply(f"{verb} {t.name}/{args['id']} on {branch}",
-                 {"table": t.name, "id": args["id"], "created": created, "branch": branch})
+    return Reply(
+        f"{verb} {t.name}/{args['id']} on {branch}",
+        {"table": t.name, "id": args["id"], "created": created, "branch": branch},
+    )
 
 
-@operation("delete", "Delete one row", "Deletes one row by its id.",
-           destructive=True, idempotent=True)
+@operation(
+    "delete", "Delete one row", "Deletes one row by its id.", destructive=True, idempotent=True
+)
 def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = _branch(args)
     rows.delete(db, branch, args["table"], args["id"])
     _, t = db.table(args["table"])
-    return Reply(f"deleted {t.name}/{args['id']} on {branch}",
-                 {"table": t.name, "id": args["id"], "branch": branch})
+    return Reply(
+        f"deleted {t.name}/{args['id']} on {branch}",
+        {"table": t.name, "id": args["id"], "branch": branch},
+    )
 
 
 @operation(
     "fork",
     "Create a branch",
     "Creates a branch: an instant private copy of main (or of another branch) to change freely. "
-    "Put notes in meta, e.g. {\"task\": \"...\"}. Then pass branch=\"<name>\" to other tools.",
+    'Put notes in meta, e.g. {"task": "..."}. Then pass branch="<name>" to other tools.',
 )
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
     world = db.fork(args["name"], source, args.get("meta"), owner=caller.name)
     caller.own_worlds.add(world.name)
     return Reply(
-        f'created branch {world.name} (world id {world.wid}) from {source}; '
+        f"created branch {world.name} (world id {world.wid}) from {source}; "
         f'pass branch="{world.name}" to work on it',
         _world_data(db, world),
     )
 
 
-@operation("set_meta", "Set a branch's notes",
-           "Merges a JSON object into a branch's metadata; a null value removes a key.",
-           idempotent=True)
+@operation(
+    "set_meta",
+    "Set a branch's notes",
+    "Merges a JSON object into a branch's metadata; a null value removes a key.",
+    idempotent=True,
+)
 def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
     world = db.set_meta(args["branch"], args["meta"])
-    return Reply(f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
-                 {"branch": world.name, "meta": world.meta})
+    return Reply(
+        f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
+        {"branch": world.name, "meta": world.meta},
+    )
 
 
-@operation("branches", "List branches",
-           "Lists branches (main and every open world) with their parent, number of changes, "
-           "version, owner and notes.", read_only=True, idempotent=True)
+@operation(
+    "branches",
+    "List branches",
+    "Lists branches (main and every open world) with their parent, number of changes, "
+    "version, owner and notes.",
+    read_only=True,
+    idempotent=True,
+)
 def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
     worlds = db.worlds()
     columns = ["name", "world_id", "parent", "changes", "version", "owner", "meta"]
@@ -120,14 +150,27 @@ def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
     for w in worlds:
         item = _world_data(db, w)
         data.append(item)
-        table_rows.append([w.name, w.wid, w.parent, item["changes"], w.version, w.owner,
-                           json.dumps(w.meta, ensure_ascii=False) if w.meta else None])
+        table_rows.append(
+            [
+                w.name,
+                w.wid,
+                w.parent,
+                item["changes"],
+                w.version,
+                w.owner,
+                json.dumps(w.meta, ensure_ascii=False) if w.meta else None,
+            ]
+        )
     return Reply(render.table(columns, table_rows), {"branches": data})
 
 
-@operation("discard", "Throw a branch away",
-           "Throws a branch and its changes away. A branch with branches forked from it is "
-           "refused unless cascade=true, which discards them too.", destructive=True)
+@operation(
+    "discard",
+    "Throw a branch away",
+    "Throws a branch and its changes away. A branch with branches forked from it is "
+    "refused unless cascade=true, which discards them too.",
+    destructive=True,
+)
 def discard_op(db: Database, args: dict, caller: Caller) -> Reply:
     gone = db.discard(args["branch"], bool(args.get("cascade")))
     names = ", ".join(f"{w.name} (world id {w.wid})" for w in gone)

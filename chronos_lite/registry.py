@@ -166,7 +166,9 @@ class Registry:
         try:
             return self._ops[name]
         except KeyError:
-            raise ChronosError(f"unknown operation '{name}'; operations: {', '.join(self._ops)}") from None
+            raise ChronosError(
+                f"unknown operation '{name}'; operations: {', '.join(self._ops)}"
+            ) from None
 
     def call(self, db: Any, name: str, args: Any, caller: Caller | None = None) -> Reply:
         op = self.get(name)
@@ -176,7 +178,9 @@ class Registry:
 REGISTRY = Registry()
 
 
-def operation(name: str, title: str, description: str, **hints: bool) -> Callable[[Handler], Handler]:
+def operation(
+    name: str, title: str, description: str, **hints: bool
+) -> Callable[[Handler], Handler]:
     """Register a handler as an operation (its schema is ``schemas/<name>.json``)."""
 
     def wrap(handler: Handler) -> Handler:

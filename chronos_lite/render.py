@@ -22,8 +22,12 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A psql-style aligned table ending in ``(n rows)``. Numbers right-aligned."""
     texts = [[cell(v) for v in row] for row in rows]
     numeric = [
-        all(isinstance(row[i], int | float) and not isinstance(row[i], bool)
-            for row in rows if row[i] is not None) and any(row[i] is not None for row in rows)
+        all(
+            isinstance(row[i], int | float) and not isinstance(row[i], bool)
+            for row in rows
+            if row[i] is not None
+        )
+        and any(row[i] is not None for row in rows)
         for i in range(len(columns))
     ]
     widths = [

@@ -79,7 +79,9 @@ def _key_condition(t: TableInfo, rowid_col: str) -> str:
     return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
 
 
-def get(db: Database, branch: str | None, table: str, id_text: str) -> tuple[TableInfo, dict | None]:
+def get(
+    db: Database, branch: str | None, table: str, id_text: str
+) -> tuple[TableInfo, dict | None]:
     n, t = db.table(table)
     key = parse_id(t, id_text)
     session = db.session(branch)
@@ -98,8 +100,10 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
             f"table {t.name} has no column {', '.join(repr(k) for k in unknown)}; "
             f"its columns: {', '.join(t.column_names)}"
         )
-    row = {k: (json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v)
-           for k, v in record.items()}
+    row = {
+        k: (json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v)
+        for k, v in record.items()
+    }
     for col, value in zip(t.pk, key):
         if col in row and str(row[col]) != str(value):
             raise ChronosError(
@@ -147,7 +151,9 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
     def run(conn: apsw.Connection) -> None:
         cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)
         cur.fetchall()
-        gone = conn.execute(f"select n from {CTX}").fetchone()[0] if session.world else conn.changes()
+        gone = (
+            conn.execute(f"select n from {CTX}").fetchone()[0] if session.world else conn.changes()
+        )
         if not gone:
             raise ChronosError(f"no row {t.name}/{id_text} on {session.branch}", NOT_FOUND)
 

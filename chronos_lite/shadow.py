@@ -28,7 +28,10 @@ FORMAT_VERSION = 1
 
 BASE_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS _chronos_meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS _chronos_clock(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS _chronos_clock(
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL
+);
 INSERT OR IGNORE INTO _chronos_clock VALUES (1, 0);
 CREATE TABLE IF NOT EXISTS _chronos_tables(
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -90,7 +93,11 @@ def _history_insert(t: TableInfo, n: int, row: str, where: str = "") -> str:
     head = f"INSERT INTO {history_table(n)}({SEQ}, {OP}, {TIME}, {', '.join(cols)}) "
     seq = "(SELECT seq FROM _chronos_clock)"
     if where:
-        return head + f"SELECT {seq}, 1, {NOW}, {', '.join(vals)} FROM {quote_ident(t.name)} AS {row} WHERE {where}"
+        return (
+            head
+            + f"SELECT {seq}, 1, {NOW}, {', '.join(vals)} "
+            + f"FROM {quote_ident(t.name)} AS {row} WHERE {where}"
+        )
     return head + f"VALUES ({seq}, 1, {NOW}, {', '.join(vals)})"
 
 
@@ -146,7 +153,13 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
             f"WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE {any_cond}) BEGIN {steps}END"
         )
         # UPDATE OR REPLACE of a key or unique column can delete another row the same way.
-        watched = sorted({c for cols in ([t.pk] if t.key_kind != "rowid" else []) + list(t.uniques) for c in cols})
+        watched = sorted(
+            {
+                c
+                for cols in ([t.pk] if t.key_kind != "rowid" else []) + list(t.uniques)
+                for c in cols
+            }
+        )
         other = f"{t.main_key('c.')} IS NOT {old_key}"
         steps = "".join(
             f"{TICK} WHERE EXISTS (SELECT 1 FROM {q} AS c WHERE ({c}) AND {other}); "
@@ -234,7 +247,7 @@ def _words(text: str) -> list[tuple[str, int, int]]:
         ch = text[i]
         if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
             j = _skip_quoted(text, i)
-            if ch in "\"`[":
+            if ch in '"`[':
                 out.append((text[i + 1 : j - 1].replace('""', '"'), i, j))
             i = j
         elif ch.isalnum() or ch == "_":
@@ -367,7 +380,9 @@ def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
             reg[n]["name"] = tbl
 
 
-def _add_or_rename_columns(conn: apsw.Connection, n: int, known: list[str], t: TableInfo) -> list[str]:
+def _add_or_rename_columns(
+    conn: apsw.Connection, n: int, known: list[str], t: TableInfo
+) -> list[str]:
     """Shadow columns follow main's: added columns are added, renamed ones renamed."""
     current = t.column_names
     if len(current) == len(known) and sum(a != b for a, b in zip(current, known)) == 1:
@@ -432,7 +447,8 @@ def _install_triggers(conn: apsw.Connection, t: TableInfo, n: int) -> None:
     wanted = main_triggers(t, n)
     have = dict(
         conn.execute(
-            "select name, sql from sqlite_schema where type = 'trigger' and name like ? escape '\\'",
+            "select name, sql from sqlite_schema where type = 'trigger' "
+            "and name like ? escape '\\'",
             (f"\\_chronos\\_t{n}\\_%",),
         ).fetchall()
     )
@@ -452,4 +468,3 @@ def drop_triggers(conn: apsw.Connection, table: str) -> None:
         (table,),
     ).fetchall():
         conn.execute(f"drop trigger {quote_ident(name)}")
-

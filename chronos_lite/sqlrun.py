@@ -83,16 +83,21 @@ def _run(db: Database, session: Session, statements: list[str], binds: dict) -> 
     return outcome
 
 
-def _statement(db: Database, session: Session, stmt: str, binds: dict,
-               immediate: bool) -> StatementResult:
+def _statement(
+    db: Database, session: Session, stmt: str, binds: dict, immediate: bool
+) -> StatementResult:
     conn = session.conn
     words = sqltext.keywords(stmt, 6)
     if immediate and words[:1] == ["BEGIN"] and not {"IMMEDIATE", "EXCLUSIVE"} & set(words):
         # A script that writes takes the write lock up front, so it waits for other writers
         # instead of failing with 'database is locked' when it first writes.
         stmt = "BEGIN IMMEDIATE"
-    ddl = words[:1] and words[0] in ("CREATE", "ALTER", "DROP") and "TEMP" not in words[1:2] \
+    ddl = (
+        words[:1]
+        and words[0] in ("CREATE", "ALTER", "DROP")
+        and "TEMP" not in words[1:2]
         and "TEMPORARY" not in words[1:2]
+    )
     if ddl and session.world is not None:
         raise ChronosError(
             f"{' '.join(words[:2])} runs on main, not on a world: change the schema on main "
@@ -145,7 +150,9 @@ def _tag(stmt: str, changed: int) -> str:
     words = sqltext.keywords(stmt, 1)
     first = words[0] if words else ""
     if first == "WITH":
-        order = [w for w in ("INSERT", "REPLACE", "UPDATE", "DELETE") if w in sqltext.all_words(stmt)]
+        order = [
+            w for w in ("INSERT", "REPLACE", "UPDATE", "DELETE") if w in sqltext.all_words(stmt)
+        ]
         first = order[0] if order else "SELECT"
     if first in ("INSERT", "REPLACE"):
         return f"INSERT 0 {changed}"
@@ -163,8 +170,15 @@ def _drop_history_triggers_for(conn: apsw.Connection, stmt: str) -> None:
         shadow.drop_triggers(conn, table)
 
 
-def _explain(db: Database, session: Session, exc: Exception, index: int, total: int,
-             stmt: str, explicit: bool) -> ChronosError:
+def _explain(
+    db: Database,
+    session: Session,
+    exc: Exception,
+    index: int,
+    total: int,
+    stmt: str,
+    explicit: bool,
+) -> ChronosError:
     if isinstance(exc, ChronosError):
         message, code = exc.message, exc.code
     elif isinstance(exc, KeyError):

@@ -47,8 +47,15 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
     mine = f"SELECT {keys} FROM {o} WHERE {WORLD} = {world}"
     changed = f"SELECT {keys} FROM {h} WHERE {SEQ} > {seq}"
     mk = t.main_key(f"main.{quote_ident(t.name)}.")
-    extra = (f", main.{quote_ident(t.name)}.rowid AS {quote_ident(ROWID_COL)}", ", h." + quote_ident(ROWID_COL),
-             ", " + quote_ident(ROWID_COL)) if with_rowid else ("", "", "")
+    extra = (
+        (
+            f", main.{quote_ident(t.name)}.rowid AS {quote_ident(ROWID_COL)}",
+            ", h." + quote_ident(ROWID_COL),
+            ", " + quote_ident(ROWID_COL),
+        )
+        if with_rowid
+        else ("", "", "")
+    )
     live = (
         f"SELECT {_cols(t)}{extra[0]} FROM main.{quote_ident(t.name)} "
         f"WHERE {mk} NOT IN ({mine}) AND {mk} NOT IN ({changed})"
@@ -102,7 +109,8 @@ def _checked_int(expr: str) -> str:
     """An INTEGER PRIMARY KEY value as SQLite would take it, or 'datatype mismatch'."""
     return (
         f"CASE WHEN {expr} IS NULL OR typeof({expr}) = 'integer' THEN {expr} "
-        f"WHEN typeof({expr}) = 'real' AND {expr} = CAST({expr} AS INTEGER) THEN CAST({expr} AS INTEGER) "
+        f"WHEN typeof({expr}) = 'real' AND {expr} = CAST({expr} AS INTEGER) "
+        f"THEN CAST({expr} AS INTEGER) "
         f"WHEN typeof({expr}) = 'text' AND CAST(CAST({expr} AS INTEGER) AS TEXT) = trim({expr}) "
         f"THEN CAST({expr} AS INTEGER) ELSE RAISE(ABORT, 'datatype mismatch') END"
     )
@@ -142,7 +150,8 @@ def _refuse(mode_cond: str, exists: str, message: str) -> list[str]:
     """OR IGNORE skips the row, OR REPLACE goes on, anything else fails with SQLite's message."""
     return [
         f"SELECT RAISE(IGNORE) WHERE {MODE} = 1 AND {mode_cond}EXISTS ({exists})",
-        f"SELECT RAISE(ABORT, {quote_literal(message)}) WHERE {MODE} = 0 AND {mode_cond}EXISTS ({exists})",
+        f"SELECT RAISE(ABORT, {quote_literal(message)}) "
+        f"WHERE {MODE} = 0 AND {mode_cond}EXISTS ({exists})",
     ]
 
 
@@ -177,7 +186,9 @@ def _tombstone_select(t: TableInfo, n: int, world: int, source: str, where: str)
 def _not_null(t: TableInfo, values: dict[str, str], skip: set[str]) -> list[str]:
     out = []
     for c in t.writable:
-        if (c.notnull or (c.name in t.pk and t.key_kind in ("single", "composite"))) and c.name not in skip:
+        if (
+            c.notnull or (c.name in t.pk and t.key_kind in ("single", "composite"))
+        ) and c.name not in skip:
             msg = f"NOT NULL constraint failed: {t.name}.{c.name}"
             out.append(f"SELECT RAISE(ABORT, {quote_literal(msg)}) WHERE {values[c.name]} IS NULL")
     return out
@@ -204,7 +215,11 @@ def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     view = _lookup_view(t, n)
     new = keys.new()
     if t.key_kind != "rowid" or kv:
-        steps += _refuse("", f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}", _unique_msg(t, t.pk or ("rowid",)))
+        steps += _refuse(
+            "",
+            f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}",
+            _unique_msg(t, t.pk or ("rowid",)),
+        )
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         steps += _refuse("", f"SELECT 1 FROM {view} WHERE {match}", _unique_msg(t, cols))
@@ -228,30 +243,42 @@ def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
         steps.append(f"UPDATE {CTX} SET k = {_checked_int(values[pk])}")
         values[pk] = CTX_KEY
     elif t.key_kind == "rowid":
-        steps.append(f"UPDATE {CTX} SET k = OLD.{quote_ident(ROWID_COL)}" if kv else _find_rowid(t, n))
+        steps.append(
+            f"UPDATE {CTX} SET k = OLD.{quote_ident(ROWID_COL)}" if kv else _find_rowid(t, n)
+        )
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
     view = _lookup_view(t, n)
     old, new = keys.old(), keys.new()
     moved = f"{keys.row(old)} IS NOT {keys.row(new)}"
     not_self = keys.view_match(old, "IS NOT")
     if t.key_kind != "rowid":
-        steps += _refuse(f"{moved} AND ", f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}",
-                         _unique_msg(t, t.pk))
+        steps += _refuse(
+            f"{moved} AND ",
+            f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}",
+            _unique_msg(t, t.pk),
+        )
     for cols in t.uniques:
         changed = " OR ".join(f"NEW.{quote_ident(c)} IS NOT OLD.{quote_ident(c)}" for c in cols)
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
-        steps += _refuse(f"({changed}) AND ", f"SELECT 1 FROM {view} WHERE {match} AND {not_self}",
-                         _unique_msg(t, cols))
+        steps += _refuse(
+            f"({changed}) AND ",
+            f"SELECT 1 FROM {view} WHERE {match} AND {not_self}",
+            _unique_msg(t, cols),
+        )
     steps.append(TICK)
     collide = [f"({keys.view_match(new)} AND {moved})"] if t.key_kind != "rowid" else []
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         collide.append(f"({match} AND {not_self})")
     if collide:
-        steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND ({' OR '.join(collide)})"))
+        steps.append(
+            _tombstone_select(t, n, world, view, f"{MODE} = 2 AND ({' OR '.join(collide)})")
+        )
     o = f"main.{overlay_table(n)}"
     if t.key_kind != "rowid":
-        steps.append(f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)} AND {moved}")
+        steps.append(
+            f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)} AND {moved}"
+        )
         kcols = ", ".join(quote_ident(c) for c in t.key_cols)
         steps.append(
             f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
@@ -273,7 +300,8 @@ def delete_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     steps += [
         TICK,
         f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)}",
-        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) VALUES ({world}, {CLOCK}, 1, {', '.join(old)})",
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
+        f"VALUES ({world}, {CLOCK}, 1, {', '.join(old)})",
         COUNT,
     ]
     return _trigger(t, n, "id", "DELETE", steps, kv)
@@ -293,7 +321,14 @@ def world_objects(tables: dict[str, tuple[int, TableInfo]], world: int, seq: int
         out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq)}")
         if t.key_kind == "rowid":
             out.append(f"CREATE TEMP VIEW {key_view(n)} AS {view_select(t, n, world, seq, True)}")
-            out += [insert_trigger(t, n, world, True), update_trigger(t, n, world, True),
-                    delete_trigger(t, n, world, True)]
-        out += [insert_trigger(t, n, world), update_trigger(t, n, world), delete_trigger(t, n, world)]
+            out += [
+                insert_trigger(t, n, world, True),
+                update_trigger(t, n, world, True),
+                delete_trigger(t, n, world, True),
+            ]
+        out += [
+            insert_trigger(t, n, world),
+            update_trigger(t, n, world),
+            delete_trigger(t, n, world),
+        ]
     return out

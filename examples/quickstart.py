@@ -31,13 +31,21 @@ def main() -> None:
     shop.parent.mkdir(parents=True, exist_ok=True)
     db = str(shop)
     chronos("init", db)
-    chronos(db, "sql", "create table users(id integer primary key autoincrement, "
-                       "name text, email text unique)")
-    chronos(db, "sql", "insert into users(name, email) values ('Ada', 'ada@x.org'), "
-                       "('Grace', 'grace@x.org')")
+    chronos(
+        db,
+        "sql",
+        "create table users(id integer primary key autoincrement, name text, email text unique)",
+    )
+    chronos(
+        db,
+        "sql",
+        "insert into users(name, email) values ('Ada', 'ada@x.org'), ('Grace', 'grace@x.org')",
+    )
     chronos(db, "fork", "task-1", "--meta", '{"task": "fix names"}')
     chronos(db, "sql", "-b", "task-1", "update users set name = 'Ada L.' where id = 1")
-    chronos(db, "sql", "-b", "task-1", "insert into users(name, email) values ('Alan', 'alan@x.org')")
+    chronos(
+        db, "sql", "-b", "task-1", "insert into users(name, email) values ('Alan', 'alan@x.org')"
+    )
     chronos(db, "sql", "select id, name from users order by id")
     chronos(db, "sql", "-b", "task-1", "select id, name from users order by id")
     chronos(db, "get", "users", "1", "-b", "task-1")

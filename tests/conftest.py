@@ -29,15 +29,14 @@ def db(folder: Path):
 @pytest.fixture
 def shop(db):
     """A database with the users table of the issue's example and one row."""
-    db.sql(
-        "create table users(id integer primary key autoincrement, name text, email text unique)"
-    )
+    db.sql("create table users(id integer primary key autoincrement, name text, email text unique)")
     db.sql("insert into users(name, email) values ('Ada', 'ada@x.org')")
     return db
 
 
-def run_cli(*args: str | os.PathLike, stdin: str | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str | os.PathLike, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
     """Run the real `chronos` console script."""
     proc = subprocess.run(
         [CHRONOS, *map(str, args)], capture_output=True, text=True, input=stdin, timeout=120

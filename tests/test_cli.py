@@ -11,7 +11,9 @@ from conftest import run_cli
 def test_issue_walkthrough(tmp_path):
     shop = tmp_path / "shop"
     assert run_cli("init", shop).stdout.strip() == f"created chronos database {shop}"
-    create = "create table users(id integer primary key autoincrement, name text, email text unique)"
+    create = (
+        "create table users(id integer primary key autoincrement, name text, email text unique)"
+    )
     assert run_cli(shop, "sql", create).stdout.strip() == "CREATE TABLE"
     out = run_cli(shop, "sql", "insert into users(name, email) values ('Ada', 'ada@x.org')")
     assert out.stdout.strip() == "INSERT 0 1"
@@ -62,7 +64,10 @@ def test_options_before_or_after_positionals_and_dashed_names(tmp_path, shop):
     assert out.strip() == 'users/1 {"id": 1, "name": "Ada", "email": "ada@x.org"}'
     out = run_cli(folder, "put", "users", "7", '{"name": "Bo", "email": "bo@x"}', "-b", "t1")
     assert out.stdout.strip() == "created users/7 on t1"
-    assert run_cli(folder, "delete", "users", "7", "-b", "t1").stdout.strip() == "deleted users/7 on t1"
+    assert (
+        run_cli(folder, "delete", "users", "7", "-b", "t1").stdout.strip()
+        == "deleted users/7 on t1"
+    )
     data = json.loads(run_cli(folder, "get", "users", "1", "--json").stdout)
     assert data["row"] == {"id": 1, "name": "Ada", "email": "ada@x.org"}
 
@@ -79,9 +84,14 @@ def test_errors_are_one_line_nonzero_and_change_nothing(tmp_path, shop):
         (("discard", "main"), "no branch 'main'"),
         (("fork", "main"), "'main' is taken"),
         (("fork", "x", "--meta", "[1]"), "'meta' must be a JSON object"),
-        (("sql", "insert into users(name, email) values ('B', 'b@x'); "
-          "insert into users(name, email) values ('C', 'ada@x.org')"),
-         "statement 2 of 2 failed (nothing was changed): UNIQUE constraint failed: users.email"),
+        (
+            (
+                "sql",
+                "insert into users(name, email) values ('B', 'b@x'); "
+                "insert into users(name, email) values ('C', 'ada@x.org')",
+            ),
+            "statement 2 of 2 failed (nothing was changed): UNIQUE constraint failed: users.email",
+        ),
     ]
     for args, message in cases:
         proc = run_cli(folder, *args, check=False)
@@ -105,5 +115,7 @@ def test_not_a_database_and_help(tmp_path):
 def test_sql_from_stdin_and_params(tmp_path, shop):
     folder = shop.folder
     shop.close()
-    out = run_cli(folder, "sql", "-", "--params", '["Ada"]', stdin="select id from users where name = $1")
+    out = run_cli(
+        folder, "sql", "-", "--params", '["Ada"]', stdin="select id from users where name = $1"
+    )
     assert "(1 row)" in out.stdout

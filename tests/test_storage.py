@@ -1,4 +1,4 @@
-"""Storage rules: shared counters, key kinds, schema changes by any client, SQLite's rules in worlds."""
+"""Storage rules: shared counters, key kinds, schema changes by any client, SQLite's rules."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ import pytest
 from chronos_lite import ChronosError
 
 
-@pytest.mark.parametrize("declared", ["id integer primary key autoincrement",
-                                      "id integer primary key", "id INTEGER, v text, PRIMARY KEY(id)"])
+@pytest.mark.parametrize(
+    "declared",
+    [
+        "id integer primary key autoincrement",
+        "id integer primary key",
+        "id INTEGER, v text, PRIMARY KEY(id)",
+    ],
+)
 def test_shared_counters_never_collide(db, declared):
     body = declared if "v text" in declared else f"{declared}, v text"
     db.sql(f"create table t({body})")
@@ -107,8 +113,10 @@ def test_schema_changes_by_any_client_are_followed(db):
 
 
 def test_sqlite_rules_hold_in_worlds(db):
-    db.sql("create table u(id integer primary key, email text unique, name text not null, "
-           "n int default 42, created text default 'now')")
+    db.sql(
+        "create table u(id integer primary key, email text unique, name text not null, "
+        "n int default 42, created text default 'now')"
+    )
     db.sql("insert into u(email, name) values ('a@x', 'A')")
     db.fork("w")
     with pytest.raises(ChronosError, match="UNIQUE constraint failed: u.email"):
@@ -121,7 +129,8 @@ def test_sqlite_rules_hold_in_worlds(db):
         db.sql("insert into u(id, email, name) values ('abc', 'c@x', 'C')", branch="w")
     db.sql("insert into u(email, name) values ('b@x', 'B')", branch="w")
     assert db.query("select n, created from u where email = 'b@x'", branch="w") == [
-        {"n": 42, "created": "now"}]
+        {"n": 42, "created": "now"}
+    ]
     out = db.sql("insert or ignore into u(email, name) values ('a@x', 'dup')", branch="w")
     assert out.results[0].tag == "INSERT 0 0"
     db.sql("insert or replace into u(email, name) values ('a@x', 'R')", branch="w")
@@ -138,8 +147,11 @@ def test_schema_changes_inside_a_world_are_refused_clearly(shop):
     with pytest.raises(ChronosError, match="runs on main, not on a world"):
         shop.sql("create table x(a)", branch="w")
     assert "x" not in shop.tables()
-    out = shop.sql("create temp table scratch(a); insert into scratch values (1); "
-                   "select count(*) as c from scratch", branch="w")
+    out = shop.sql(
+        "create temp table scratch(a); insert into scratch values (1); "
+        "select count(*) as c from scratch",
+        branch="w",
+    )
     assert out.results[-1].rows == [(1,)]
     with pytest.raises(ChronosError, match="no such table: scratch"):
         shop.sql("select * from scratch", branch="w")

@@ -117,8 +117,10 @@ def test_version_moves_on_with_every_write(shop):
 
 def test_fork_is_constant_work(db):
     db.sql("create table big(id integer primary key, v int)")
-    db.sql("with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000) "
-           "insert into big(v) select i from n")
+    db.sql(
+        "with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000) "
+        "insert into big(v) select i from n"
+    )
     before = db.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
     db.fork("f")
     after = db.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]

@@ -51,7 +51,9 @@ def _parse_value(spec: dict, text: str, name: str) -> Any:
         except ValueError:
             if kind == "array" and spec.get("items", {}).get("type") == "string":
                 return [part.strip() for part in text.split(",") if part.strip()]
-            raise ChronosError(f"'{name}' must be {describe(spec)} written as JSON, not {text}") from None
+            raise ChronosError(
+                f"'{name}' must be {describe(spec)} written as JSON, not {text}"
+            ) from None
     if kind == "integer":
         try:
             return int(text)
@@ -68,23 +70,31 @@ def _parse_value(spec: dict, text: str, name: str) -> Any:
 
 
 def op_parser(op: Operation) -> argparse.ArgumentParser:
-    parser = _Parser(prog=f"chronos <folder> {_cli_name(op.name)}", description=op.description,
-                     add_help=False)
+    parser = _Parser(
+        prog=f"chronos <folder> {_cli_name(op.name)}", description=op.description, add_help=False
+    )
     for name in op.required:
         # Optional here so a missing one is reported by the registry, as on every front end.
-        parser.add_argument(name, metavar=name.upper(), nargs="?", default=None,
-                            help=describe(op.properties[name]))
+        parser.add_argument(
+            name, metavar=name.upper(), nargs="?", default=None, help=describe(op.properties[name])
+        )
     for name, spec in op.properties.items():
         flags = [f"--{_cli_name(name)}"]
         if name == "branch":
             flags.insert(0, "-b")
         dest = f"opt_{name}"
         if spec.get("type") == "boolean":
-            parser.add_argument(*flags, dest=dest, nargs="?", const="true", default=None,
-                                help=spec.get("description"))
+            parser.add_argument(
+                *flags,
+                dest=dest,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=spec.get("description"),
+            )
         else:
-            parser.add_argument(*flags, dest=dest, default=None, metavar="VALUE",
-                                help=spec.get("description"))
+            parser.add_argument(
+                *flags, dest=dest, default=None, metavar="VALUE", help=spec.get("description")
+            )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
@@ -99,7 +109,9 @@ def parse_operation_args(op: Operation, argv: Sequence[str]) -> tuple[dict[str, 
         if option is not None and positional is not None:
             raise ChronosError(f"'{name}' given twice: as an argument and as --{_cli_name(name)}")
         text = option if option is not None else positional
-        if text is not None:
+        if isinstance(text, bool):
+            args[name] = text
+        elif text is not None:
             if name == "sql" and text == "-":
                 text = sys.stdin.read()
             args[name] = _parse_value(spec, text, name)

@@ -1,0 +1,103 @@
+"""The sql operation: statements, parameters, transactions, results and errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from chronos_lite import ChronosError
+
+
+def count(db, branch="main"):
+    return db.query("select count(*) as c from users", branch=branch)[0]["c"]
+
+
+@pytest.mark.parametrize("branch", ["main", "w"])
+def test_failure_rolls_back_the_whole_call_and_names_the_statement(shop, branch):
+    shop.fork("w")
+    with pytest.raises(ChronosError) as err:
+        shop.sql(
+            "insert into users(name, email) values ('B', 'b@x');"
+            "update users set name = 'zzz';"
+            "insert into users(name, email) values ('C', 'ada@x.org')",
+            branch=branch,
+        )
+    assert err.value.message.startswith(
+        "statement 3 of 3 failed (nothing was changed): UNIQUE constraint failed: users.email"
+    )
+    assert err.value.code == "23505"
+    assert count(shop, branch) == 1
+    assert shop.get("users", 1, branch=branch)["name"] == "Ada"
+
+
+def test_params_bind_dollar_numbers(shop):
+    out = shop.sql(
+        "insert into users(name, email) values ($1, $2); "
+        "select name, email from users where name = $1",
+        "Bo",
+        "bo@x",
+    )
+    assert out.results[1].rows == [("Bo", "bo@x")]
+    rows = shop.query("select $1 as a, $2 as b", {"k": [1]}, True)
+    assert rows == [{"a": '{"k": [1]}', "b": 1}]
+    with pytest.raises(ChronosError, match=r"uses \$2 but 'params' has no value"):
+        shop.sql("select $1, $2", 1)
+
+
+def test_explicit_transactions_within_one_call(shop):
+    shop.fork("w")
+    out = shop.sql("begin; insert into users(name, email) values ('T', 't@x'); commit", branch="w")
+    assert [r.tag for r in out.results] == ["BEGIN", "INSERT 0 1", "COMMIT"]
+    out = shop.sql("begin; insert into users(name, email) values ('U', 'u@x'); rollback")
+    assert count(shop) == 1
+    out = shop.sql("begin; insert into users(name, email) values ('V', 'v@x')")
+    assert out.rolled_back_open
+    assert count(shop) == 1
+    reply = shop.call("sql", sql="begin; delete from users")
+    assert reply.text.endswith("put COMMIT in the same call")
+    assert count(shop) == 1
+
+
+def test_results_render_as_psql_tables_and_tags(shop):
+    reply = shop.call(
+        "sql",
+        sql="select id, name, null as empty, 1.5 as f from users; "
+        "update users set name = name where id = 1; "
+        "delete from users where id = 99",
+    )
+    assert reply.text == (
+        " id | name | empty | f\n"
+        "----+------+-------+-----\n"
+        "  1 | Ada  |       | 1.5\n"
+        "(1 row)\n"
+        "UPDATE 1\n"
+        "DELETE 0"
+    )
+    assert reply.data["results"][0]["rows"] == [[1, "Ada", None, 1.5]]
+    assert shop.call("sql", sql="select 1 as x where 0").text == " x\n---\n(0 rows)"
+
+
+def test_errors_are_clear(shop):
+    with pytest.raises(ChronosError, match=r"no such table: nope \(tables on main: users\)"):
+        shop.sql("select * from nope")
+    with pytest.raises(ChronosError, match="holds no statement"):
+        shop.sql("  -- nothing\n ; ")
+    with pytest.raises(ChronosError, match="syntax error"):
+        shop.sql("selec 1")
+    shop.fork("w")
+    with pytest.raises(ChronosError, match="upsert"):
+        shop.sql(
+            "insert into users(id, name) values (1, 'x') on conflict(id) do nothing", branch="w"
+        )
+
+
+def test_chronos_own_tables_are_readable(shop):
+    rows = shop.query("select name from _chronos_tables")
+    assert rows == [{"name": "users"}]
+
+
+def test_writes_to_main_are_versioned_in_history(shop):
+    shop.sql("update users set name = 'Ada2' where id = 1")
+    images = shop.main.conn.execute(
+        "select _chronos_op, name from _chronos_h_1 order by _chronos_seq"
+    ).fetchall()
+    assert images == [(0, None), (1, "Ada")]
