@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -397,6 +398,7 @@ class Database:
         try:
             for stmt in statements:
                 conn.execute(stmt)
+            _copy_user_views(conn)
         finally:
             conn.execute("COMMIT")
         session.own_temp = {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
@@ -421,6 +423,31 @@ class Database:
     @property
     def main(self) -> Session:
         return self._main
+
+
+def _copy_user_views(conn: apsw.Connection) -> None:
+    """Main's views, again as TEMP views: their table names then resolve to the world's views.
+
+    (A view stored in main would read main's tables even on a world connection.)
+    """
+    pending = conn.execute(
+        "select name, sql from main.sqlite_schema where type = 'view' "
+        "and name not like '\\_chronos\\_%' escape '\\'"
+    ).fetchall()
+    while pending:  # views built on views: retry until no progress
+        failed = []
+        for name, sql in pending:
+            temp_sql = _VIEW_HEAD.sub("CREATE TEMP VIEW ", sql, count=1)
+            try:
+                conn.execute(temp_sql)
+            except apsw.SQLError:
+                failed.append((name, sql))
+        if len(failed) == len(pending):
+            break
+        pending = failed
+
+
+_VIEW_HEAD = re.compile(r"^\s*CREATE\s+VIEW\s+", re.IGNORECASE)
 
 
 def encode_meta(meta: Any) -> str:
