@@ -388,11 +388,10 @@ class Database:
 
     def _build_world(self, session: Session, tables: dict, world: World) -> None:
         conn = session.conn
-        for name, kind in conn.execute(
-            "select name, type from temp.sqlite_schema where type in ('view', 'table') "
-            "and name != '_chronos_ctx'"
+        for (name,) in conn.execute(
+            "select name from temp.sqlite_schema where type = 'view'"
         ).fetchall():
-            conn.execute(f"drop {kind} temp.{quote_ident(name)}")
+            conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
         statements = world_objects(tables, world.id, world.base_seq)
         conn.execute("BEGIN")
         try:

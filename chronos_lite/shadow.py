@@ -19,7 +19,7 @@ import json
 import apsw
 
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info, user_tables
-from .sqltext import _skip_quoted, quote_ident
+from .sqltext import _skip_quoted, name_tokens, quote_ident
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
 WORLD, DEAD = "_chronos_world", "_chronos_dead"
@@ -240,27 +240,6 @@ def _top_level_parts(body: str) -> list[tuple[int, int]]:
     return parts
 
 
-def _words(text: str) -> list[tuple[str, int, int]]:
-    """Bare words (and quoted names) with their spans."""
-    out, i = [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
-            j = _skip_quoted(text, i)
-            if ch in '"`[':
-                out.append((text[i + 1 : j - 1].replace('""', '"'), i, j))
-            i = j
-        elif ch.isalnum() or ch == "_":
-            j = i
-            while j < len(text) and (text[j].isalnum() or text[j] in "_$"):
-                j += 1
-            out.append((text[i:j], i, j))
-            i = j
-        else:
-            i += 1
-    return out
-
-
 def autoincrement_sql(t: TableInfo) -> str | None:
     """The table's CREATE TABLE text with AUTOINCREMENT added to its INTEGER PRIMARY KEY.
 
@@ -278,7 +257,7 @@ def autoincrement_sql(t: TableInfo) -> str | None:
     col = t.pk[0].lower()
     col_span = table_pk_span = None
     for start, end in parts:
-        words = [w for w, _, _ in _words(body[start:end])]
+        words = [w for w, _, _ in name_tokens(body[start:end])]
         upper = [w.upper() for w in words]
         if words and words[0].lower() == col and col_span is None:
             col_span = (start, end)
@@ -288,7 +267,7 @@ def autoincrement_sql(t: TableInfo) -> str | None:
         return None
     cstart, cend = col_span
     coldef = body[cstart:cend]
-    words = _words(coldef)
+    words = name_tokens(coldef)
     upper = [w.upper() for w, _, _ in words]
     if "PRIMARY" in upper:
         i = upper.index("PRIMARY") + 2  # PRIMARY KEY
@@ -301,7 +280,7 @@ def autoincrement_sql(t: TableInfo) -> str | None:
         new_body = body[:cstart] + new_coldef + body[cend:]
     elif table_pk_span is not None:
         tstart, tend = table_pk_span
-        tw = [w.upper() for w, _, _ in _words(body[tstart:tend])]
+        tw = [w.upper() for w, _, _ in name_tokens(body[tstart:tend])]
         if "CONFLICT" in tw or "DESC" in tw:
             return None
         new_coldef = coldef.rstrip() + " PRIMARY KEY AUTOINCREMENT"

@@ -133,6 +133,60 @@ def all_words(sql: str) -> set[str]:
     return found
 
 
+def name_tokens(text: str) -> list[tuple[str, int, int]]:
+    """Bare words and quoted names (unquoted), with their spans: (text, start, end)."""
+    out: list[tuple[str, int, int]] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
+            j = _skip_quoted(text, i)
+            if ch in '"`[':
+                out.append((text[i + 1 : j - 1].replace('""', '"'), i, j))
+            i = j
+        elif ch.isalnum() or ch == "_":
+            j = i
+            while j < len(text) and (text[j].isalnum() or text[j] in "_$"):
+                j += 1
+            out.append((text[i:j], i, j))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def top_level_words(sql: str) -> list[tuple[str, int, int]]:
+    """Bare words outside parentheses, strings and comments: (UPPER word, start, end)."""
+    out: list[tuple[str, int, int]] = []
+    depth = i = 0
+    while i < len(sql):
+        ch = sql[i]
+        if ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
+            i = _skip_quoted(sql, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0:
+            m = _WORD.match(sql, i)
+            if m:
+                out.append((m.group(0).upper(), i, m.end()))
+                i = m.end()
+                continue
+        i += 1
+    return out
+
+
+def split_returning(sql: str) -> tuple[str, str] | None:
+    """An INSERT's text without its RETURNING clause, and the clause's expressions."""
+    words = top_level_words(sql)
+    at = [start for word, start, _ in words if word == "RETURNING"]
+    if not at:
+        return None
+    return sql[: at[-1]].rstrip(), sql[at[-1] + len("RETURNING") :].strip()
+
+
 TRANSACTION_WORDS = {"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"}
 _READ_STARTS = {"SELECT", "VALUES", "EXPLAIN"}
 _WRITE_WORDS = {"INSERT", "UPDATE", "DELETE", "REPLACE"}

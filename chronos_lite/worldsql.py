@@ -21,8 +21,11 @@ from .sqltext import quote_ident, quote_literal
 CTX = "temp._chronos_ctx"
 CTX_DDL = (
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_ctx(id INTEGER PRIMARY KEY CHECK (id = 1), "
-    "mode INTEGER NOT NULL DEFAULT 0, n INTEGER NOT NULL DEFAULT 0, k);"
-    "INSERT OR IGNORE INTO temp._chronos_ctx(id) VALUES (1)"
+    "mode INTEGER NOT NULL DEFAULT 0, n INTEGER NOT NULL DEFAULT 0, k, "
+    "log INTEGER NOT NULL DEFAULT 0);"
+    "INSERT OR IGNORE INTO temp._chronos_ctx(id) VALUES (1);"
+    # Keys an INSERT wrote, in order, for its RETURNING clause (see sqlrun).
+    "CREATE TEMP TABLE IF NOT EXISTS _chronos_inserted(ord INTEGER PRIMARY KEY, k)"
 )
 MODES = {"abort": 0, "ignore": 1, "replace": 2}
 MODE = f"(SELECT mode FROM {CTX})"
@@ -229,6 +232,12 @@ def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
         steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {match}"))
     steps += _write_row(t, n, world, keys, values)
     steps.append(COUNT)
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    steps.append(
+        f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) "
+        f"FROM main.{overlay_table(n)} WHERE (SELECT log FROM {CTX}) = 1 "
+        f"AND {WORLD} = {world} AND {keys.overlay_match(keys.new())}"
+    )
     return _trigger(t, n, "ii", "INSERT", steps, kv)
 
 

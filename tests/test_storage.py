@@ -161,3 +161,22 @@ def test_integer_ids_are_checked(db):
     db.sql("create table t(id integer primary key, v text)")
     with pytest.raises(ChronosError, match="'id' must be an integer for table t"):
         db.get("t", "x")
+
+
+def test_insert_returning_on_a_world_sees_allocated_keys_and_defaults(db):
+    db.sql("create table u(id integer primary key, name text, n int default 5)")
+    db.sql("create table c(code text primary key, label text default 'x')")
+    db.sql("create table lines(a int, b int, q int default 1, primary key(a, b))")
+    db.sql("create table notes(body text, at text default 'now')")
+    db.fork("w")
+    out = db.sql("insert into u(name) values ('a'), ('b') returning id, name, n", branch="w")
+    assert out.results[0].columns == ["id", "name", "n"]
+    assert out.results[0].rows == [(1, "a", 5), (2, "b", 5)]
+    out = db.sql("insert into c(code) values ($1) returning *", "EUR", branch="w")
+    assert out.results[0].rows == [("EUR", "x")]
+    out = db.sql("insert into lines(a, b) values ('17', 3) returning a + b as s, q", branch="w")
+    assert out.results[0].rows == [(20, 1)]
+    out = db.sql("insert into notes as nn(body) values ('hi') returning nn.body, nn.at", branch="w")
+    assert out.results[0].rows == [("hi", "now")]
+    assert db.world("w").version == 4
+    assert db.query("select count(*) as c from u") == [{"c": 0}]
