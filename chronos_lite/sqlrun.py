@@ -16,8 +16,8 @@ import apsw
 from . import errors, shadow, sqltext
 from .db import Database, Session
 from .errors import ChronosError
-from .sqltext import quote_ident
-from .worldsql import CTX, MODES, key_view
+from .worldsql import CTX, MODES
+from .worldstmt import adapt_insert
 
 
 @dataclass
@@ -111,9 +111,13 @@ def _statement(
         mode = MODES[sqltext.conflict_mode(stmt)]
         conn.execute(f"UPDATE {CTX} SET mode = ?, n = 0", (mode,))
     if session.world is not None and words[:1] in (["INSERT"], ["REPLACE"]):
-        returning = _insert_returning(db, session, stmt, binds)
-        if returning is not None:
-            return returning
+        adapted = adapt_insert(db, session, stmt, binds, _execute)
+        if adapted is not None:
+            if adapted.changed:
+                db.bump_version(conn, session.world)
+            if not adapted.columns:
+                return StatementResult(stmt, tag=f"INSERT 0 {adapted.changed}")
+            return StatementResult(stmt, adapted.columns, adapted.rows)
     result = StatementResult(stmt)
     rows, desc = _execute(conn, stmt, binds)
     if desc:
@@ -141,54 +145,6 @@ def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple
     cursor.exec_trace = trace
     rows = cursor.execute(stmt, binds or None).fetchall()
     return rows, (description[0] if description else ())
-
-
-def _insert_returning(db: Database, session: Session, stmt: str,
-                      binds: dict) -> StatementResult | None:
-    """INSERT ... RETURNING on a world.
-
-    SQLite evaluates RETURNING on the values handed to the view's INSTEAD OF trigger, before
-    the trigger fills in allocated keys and defaults. So the insert runs without the clause
-    while the trigger logs the keys it wrote, and the clause is evaluated on those rows.
-    """
-    split = sqltext.split_returning(stmt)
-    if split is None:
-        return None
-    head, exprs = split
-    target, alias = _insert_target(head)
-    n, t = db.table(target)
-    conn = session.conn
-    conn.execute(f"DELETE FROM temp._chronos_inserted; UPDATE {CTX} SET log = 1")
-    try:
-        _execute(conn, head, binds)
-    finally:
-        conn.execute(f"UPDATE {CTX} SET log = 0")
-    changed = _changed(session)
-    if changed:
-        db.bump_version(conn, session.world)
-    source = f"temp.{key_view(n)}" if t.key_kind == "rowid" else f"temp.{quote_ident(t.name)}"
-    cols = ", ".join(f"_s.{quote_ident(c)}" for c in t.column_names)
-    keys = ", ".join(f"_s.{quote_ident(c)}" for c in t.key_cols)
-    query = (
-        f"SELECT {exprs} FROM (SELECT {cols} FROM {source} AS _s "
-        f"JOIN temp._chronos_inserted AS _l ON json_array({keys}) = _l.k ORDER BY _l.ord) "
-        f"AS {quote_ident(alias or t.name)}"
-    )
-    rows, desc = _execute(conn, query, binds)
-    return StatementResult(stmt, [d[0] for d in desc], rows)
-
-
-def _insert_target(head: str) -> tuple[str, str | None]:
-    """The table an INSERT writes, and its alias (INSERT INTO t AS x ...)."""
-    tokens = sqltext.name_tokens(head)
-    upper = [w.upper() for w, _, _ in tokens]
-    at = upper.index("INTO") + 1
-    name = tokens[at][0]
-    if upper[at] in ("MAIN", "TEMP") and head[tokens[at][2] : tokens[at][2] + 1] == ".":
-        at += 1
-        name = tokens[at][0]
-    alias = tokens[at + 2][0] if len(upper) > at + 2 and upper[at + 1] == "AS" else None
-    return name, alias
 
 
 def _sync_now(db: Database) -> None:
@@ -245,12 +201,7 @@ def _explain(
     else:
         described = errors.from_sqlite(exc)
         message, code = described.message, described.code
-        if "cannot UPSERT a view" in message:
-            message = (
-                "INSERT ... ON CONFLICT (upsert) is not available on a world; use "
-                "INSERT OR REPLACE, or an UPDATE then an INSERT"
-            )
-        elif message.startswith("no such table"):
+        if message.startswith("no such table"):
             message += f" (tables on {session.branch}: {', '.join(sorted(db.tables())) or 'none'})"
     if total > 1:
         short = " ".join(stmt.split())

@@ -14,6 +14,8 @@ and UNIQUE, defaults, OR IGNORE / OR REPLACE) and draw integer keys from the sha
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .catalog import ROWID_COL, TableInfo
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 from .sqltext import quote_ident, quote_literal
@@ -21,7 +23,7 @@ from .sqltext import quote_ident, quote_literal
 CTX = "temp._chronos_ctx"
 CTX_DDL = (
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_ctx(id INTEGER PRIMARY KEY CHECK (id = 1), "
-    "mode INTEGER NOT NULL DEFAULT 0, n INTEGER NOT NULL DEFAULT 0, k, "
+    "mode INTEGER NOT NULL DEFAULT 0, n INTEGER NOT NULL DEFAULT 0, k, k2, "
     "log INTEGER NOT NULL DEFAULT 0);"
     "INSERT OR IGNORE INTO temp._chronos_ctx(id) VALUES (1);"
     # Keys an INSERT wrote, in order, for its RETURNING clause (see sqlrun).
@@ -201,7 +203,39 @@ def _unique_msg(t: TableInfo, cols: tuple[str, ...]) -> str:
     return "UNIQUE constraint failed: " + ", ".join(f"{t.name}.{c}" for c in cols)
 
 
-def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
+@dataclass(frozen=True)
+class Upsert:
+    """An INSERT's ON CONFLICT clause, for a world (SQLite can't upsert a view by itself).
+
+    ``assignments`` and ``condition`` are the DO UPDATE clause's text with ``excluded.`` already
+    written ``NEW.`` and the table's alias its name; None assignments means DO NOTHING.
+    """
+
+    target: tuple[str, ...]
+    assignments: str | None
+    condition: str | None
+
+
+def _upsert_steps(t: TableInfo, upsert: Upsert, values: dict[str, str]) -> list[str]:
+    """On a row the target constraint already has: update it (or do nothing) and stop."""
+    view = f"temp.{quote_ident(t.name)}"
+    match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in upsert.target)
+    hit = f"(SELECT k2 FROM {CTX}) = 1"
+    steps = [f"UPDATE {CTX} SET k2 = EXISTS (SELECT 1 FROM {view} WHERE {match})"]
+    if upsert.assignments is not None:
+        where = f" AND ({upsert.condition})" if upsert.condition else ""
+        steps.append(f"UPDATE {view} SET {upsert.assignments} WHERE {hit} AND {match}{where}")
+        kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+        steps.append(
+            f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) FROM {view} "
+            f"WHERE (SELECT log FROM {CTX}) = 1 AND {hit} AND {match}"
+        )
+    steps.append(f"SELECT RAISE(IGNORE) WHERE {hit}")
+    return steps
+
+
+def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False,
+                   upsert: Upsert | None = None) -> str:
     keys = _Keys(t, kv)
     values = {}
     for c in t.writable:
@@ -215,6 +249,8 @@ def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     elif t.key_kind == "rowid":
         steps += _allocate(t, n, f"NEW.{quote_ident(ROWID_COL)}" if kv else None)
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
+    if upsert is not None:
+        steps += _upsert_steps(t, upsert, values)
     view = _lookup_view(t, n)
     new = keys.new()
     if t.key_kind != "rowid" or kv:
@@ -316,9 +352,13 @@ def delete_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     return _trigger(t, n, "id", "DELETE", steps, kv)
 
 
+def trigger_name(n: int, suffix: str, kv: bool = False) -> str:
+    return f"_chronos_w_{suffix}_k{n}" if kv else f"_chronos_w_{suffix}_{n}"
+
+
 def _trigger(t: TableInfo, n: int, suffix: str, event: str, steps: list[str], kv: bool) -> str:
     target = key_view(n) if kv else quote_ident(t.name)
-    name = f"_chronos_w_{suffix}_k{n}" if kv else f"_chronos_w_{suffix}_{n}"
+    name = trigger_name(n, suffix, kv)
     body = "; ".join(steps)
     return f"CREATE TEMP TRIGGER {name} INSTEAD OF {event} ON {target} BEGIN {body}; END"
 

@@ -180,3 +180,39 @@ def test_insert_returning_on_a_world_sees_allocated_keys_and_defaults(db):
     assert out.results[0].rows == [("hi", "now")]
     assert db.world("w").version == 4
     assert db.query("select count(*) as c from u") == [{"c": 0}]
+
+
+UPSERTS = [
+    "insert into kv(k, v) values ('a', 10), ('b', 2) on conflict(k) do update "
+    "set v = excluded.v + $1, hits = hits + 1 returning *",
+    "insert into kv(k, v) values ('a', 5) on conflict do nothing",
+    "insert into kv(k, v) values ('c', 5) on conflict (k) do nothing returning k",
+    "insert into kv as x(k, v) values ('b', 5) on conflict(k) do update set v = x.v * 2 "
+    "where x.v < 50",
+    "insert into kv(k, v, tag) values ('d', 1, 't') on conflict(tag) do update set v = 99",
+    "insert into kv(k, v, tag) values ('e', 1, 't') on conflict(tag) do update set v = v + 1",
+]
+
+
+def test_upsert_on_a_world_behaves_as_on_main(db):
+    db.sql("create table kv(k text primary key, v int not null, hits int default 0, "
+           "tag text unique)")
+    db.sql("insert into kv(k, v) values ('a', 1)")
+    db.fork("w")
+    for stmt in UPSERTS:
+        on_main = db.sql(stmt, 100).results[0]
+        on_world = db.sql(stmt, 100, branch="w").results[0]
+        assert (on_world.columns, on_world.rows, on_world.tag) == (
+            on_main.columns, on_main.rows, on_main.tag), stmt
+    everything = "select * from kv order by k"
+    assert db.query(everything, branch="w") == db.query(everything)
+    for bad, message in [
+        ("insert into kv(k, v) values ('a', 1) on conflict(v) do nothing", "does not match any"),
+        ("insert into kv(k, v) values ('z', null) on conflict(k) do update set v = 1",
+         "NOT NULL constraint failed: kv.v"),
+    ]:
+        with pytest.raises(ChronosError, match=message):
+            db.sql(bad, branch="w")
+    # the world's ordinary INSERT is back after a failed upsert
+    with pytest.raises(ChronosError, match="UNIQUE constraint failed: kv.k"):
+        db.sql("insert into kv(k, v) values ('a', 1)", branch="w")

@@ -1,0 +1,224 @@
+"""INSERT statements that SQLite can't run on a view as written, made to work on a world.
+
+* ``INSERT ... RETURNING``: SQLite evaluates RETURNING on the values handed to the view's INSTEAD
+  OF trigger, before the trigger fills in allocated keys and defaults. The insert runs without
+  the clause while the trigger logs the keys it wrote; the clause is then evaluated on those rows.
+* ``INSERT ... ON CONFLICT ... DO NOTHING | DO UPDATE`` (upsert): SQLite refuses to upsert a
+  view. For the statement, the table's INSERT trigger is swapped for one that updates (or skips)
+  a row the conflict target already has, then put back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from . import sqltext
+from .catalog import TableInfo
+from .db import Database, Session
+from .errors import ChronosError
+from .sqltext import _skip_quoted, name_tokens, quote_ident, quote_literal
+from .worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
+
+
+@dataclass
+class Inserted:
+    columns: list[str]
+    rows: list[tuple]
+    changed: int
+
+
+def adapt_insert(db: Database, session: Session, stmt: str, binds: dict,
+                 execute) -> Inserted | None:
+    """Run an INSERT with RETURNING or ON CONFLICT on a world; None if it has neither."""
+    split = sqltext.split_returning(stmt)
+    body, returning = split if split else (stmt, None)
+    clause_at = _on_conflict_at(body)
+    if clause_at is None and returning is None:
+        return None
+    head = body[:clause_at].rstrip() if clause_at is not None else body
+    name, alias = insert_target(head)
+    n, t = db.table(name)
+    conn = session.conn
+    upsert = _parse_upsert(t, body[clause_at:], alias, binds) if clause_at is not None else None
+    swap = upsert is not None and (upsert.target or upsert.assignments is not None)
+    if upsert is not None and not swap:
+        conn.execute(f"UPDATE {CTX} SET mode = ?", (MODES["ignore"],))
+    if swap:
+        _set_insert_trigger(conn, t, n, session.world.id, upsert)
+    conn.execute(f"DELETE FROM temp._chronos_inserted; UPDATE {CTX} SET log = ?",
+                 (int(returning is not None),))
+    try:
+        execute(conn, head, binds)
+    finally:
+        conn.execute(f"UPDATE {CTX} SET log = 0")
+        if swap:
+            _set_insert_trigger(conn, t, n, session.world.id, None)
+    changed = conn.execute(f"select n from {CTX}").fetchone()[0]
+    if returning is None:
+        return Inserted([], [], changed)
+    rows, desc = execute(conn, _returning_query(t, n, returning, alias), binds)
+    return Inserted([d[0] for d in desc], rows, changed)
+
+
+def _returning_query(t: TableInfo, n: int, exprs: str, alias: str | None) -> str:
+    source = f"temp.{key_view(n)}" if t.key_kind == "rowid" else f"temp.{quote_ident(t.name)}"
+    cols = ", ".join(f"_s.{quote_ident(c)}" for c in t.column_names)
+    keys = ", ".join(f"_s.{quote_ident(c)}" for c in t.key_cols)
+    return (
+        f"SELECT {exprs} FROM (SELECT {cols} FROM {source} AS _s "
+        f"JOIN temp._chronos_inserted AS _l ON json_array({keys}) = _l.k ORDER BY _l.ord) "
+        f"AS {quote_ident(alias or t.name)}"
+    )
+
+
+def _set_insert_trigger(conn: apsw.Connection, t: TableInfo, n: int, world: int,
+                        upsert: Upsert | None) -> None:
+    conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(n, 'ii')}")
+    conn.execute(insert_trigger(t, n, world, upsert=upsert))
+
+
+def insert_target(head: str) -> tuple[str, str | None]:
+    """The table an INSERT writes, and its alias (INSERT INTO t AS x ...)."""
+    tokens = name_tokens(head)
+    upper = [w.upper() for w, _, _ in tokens]
+    at = upper.index("INTO") + 1
+    if upper[at] in ("MAIN", "TEMP") and head[tokens[at][2] : tokens[at][2] + 1] == ".":
+        at += 1
+    alias = tokens[at + 2][0] if len(upper) > at + 2 and upper[at + 1] == "AS" else None
+    return tokens[at][0], alias
+
+
+def _on_conflict_at(body: str) -> int | None:
+    words = sqltext.top_level_words(body)
+    starts = [words[i][1] for i in range(len(words) - 1)
+              if words[i][0] == "ON" and words[i + 1][0] == "CONFLICT"]
+    if len(starts) > 1:
+        raise ChronosError("on a world an INSERT takes one ON CONFLICT clause; split it into "
+                           "several statements")
+    return starts[0] if starts else None
+
+
+def _parse_upsert(t: TableInfo, clause: str, alias: str | None, binds: dict) -> Upsert:
+    expected = ("expected ON CONFLICT [(columns)] DO NOTHING | DO UPDATE SET col = expr, ... "
+                "[WHERE condition]")
+    conflict_end = sqltext.top_level_words(clause)[1][2]  # the clause starts ON CONFLICT
+    rest = clause[conflict_end:].strip()
+    target: tuple[str, ...] = ()
+    if rest.startswith("("):
+        end = _matching_paren(rest)
+        parts = _split_commas(rest[1:end])
+        target = tuple(name_tokens(p)[0][0] for p in parts if name_tokens(p))
+        rest = rest[end + 1 :].strip()
+    words = sqltext.top_level_words(rest)
+    upper = [w for w, _, _ in words]
+    if "DO" not in upper:
+        raise ChronosError(expected)
+    do = upper.index("DO")
+    action = upper[do + 1 : do + 3]
+    if target:
+        target = _check_target(t, target)
+    if action[:1] == ["NOTHING"]:
+        return Upsert(target, None, None)
+    if action != ["UPDATE", "SET"]:
+        raise ChronosError(expected)
+    if not target:
+        if t.key_kind == "rowid":
+            raise ChronosError("DO UPDATE needs a conflict target: ON CONFLICT (column, ...)")
+        target = t.pk
+    set_start = words[do + 2][2]
+    wheres = [s for w, s, _ in words[do + 3 :] if w == "WHERE"]
+    assignments = rest[set_start : wheres[0] if wheres else len(rest)].strip()
+    condition = rest[wheres[0] + len("WHERE") :].strip() if wheres else None
+    renames = {"excluded": "NEW", (alias or t.name).lower(): quote_ident(t.name)}
+    return Upsert(target, _adapt(assignments, binds, renames),
+                  _adapt(condition, binds, renames) if condition else None)
+
+
+def _check_target(t: TableInfo, target: tuple[str, ...]) -> tuple[str, ...]:
+    by_lower = {c.lower(): c for c in t.column_names}
+    cols = tuple(by_lower.get(c.lower(), c) for c in target)
+    keys = [t.pk] if t.key_kind != "rowid" else []
+    if not any(set(cols) == set(k) for k in keys + list(t.uniques)):
+        raise ChronosError("ON CONFLICT clause does not match any PRIMARY KEY or UNIQUE constraint")
+    return cols
+
+
+def _matching_paren(text: str) -> int:
+    depth, i = 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
+            i = _skip_quoted(text, i)
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return i
+        i += 1
+    raise ChronosError("ON CONFLICT: unbalanced parentheses in the conflict target")
+
+
+def _split_commas(text: str) -> list[str]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[":
+            i = _skip_quoted(text, i)
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+_PARAM = re.compile(r"\$(\d+)")
+
+
+def _adapt(text: str, binds: dict, renames: dict[str, str]) -> str:
+    """Clause text for a trigger body: ``excluded.`` becomes ``NEW.``, the table's alias its
+    name, and $n parameters literals (a trigger body can't hold parameters)."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
+            j = _skip_quoted(text, i)
+            out.append(text[i:j])
+            i = j
+            continue
+        param = _PARAM.match(text, i)
+        if param:
+            if param.group(1) not in binds:
+                raise KeyError(param.group(1))
+            out.append(_literal(binds[param.group(1)]))
+            i = param.end()
+            continue
+        word = re.match(r"[A-Za-z_][A-Za-z0-9_$]*", text[i:])
+        if word:
+            end = i + word.end()
+            qualifier = renames.get(word.group(0).lower())
+            out.append(qualifier if qualifier and text[end : end + 1] == "." else word.group(0))
+            i = end
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    return quote_literal(str(value))
