@@ -84,9 +84,9 @@ def test_errors_are_clear(shop):
     with pytest.raises(ChronosError, match="syntax error"):
         shop.sql("selec 1")
     shop.fork("w")
-    with pytest.raises(ChronosError, match="upsert"):
+    with pytest.raises(ChronosError, match="expected ON CONFLICT"):
         shop.sql(
-            "insert into users(id, name) values (1, 'x') on conflict(id) do nothing", branch="w"
+            "insert into users(id, name) values (1, 'x') on conflict(id) do something", branch="w"
         )
 
 
