@@ -14,6 +14,7 @@ from typing import Any
 import apsw
 
 from . import errors, shadow, sqltext
+from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
 from .worldsql import CTX, MODES
@@ -133,6 +134,23 @@ def _statement(
     return result
 
 
+_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE, apsw.SQLITE_DROP_TABLE,
+           apsw.SQLITE_DROP_INDEX, apsw.SQLITE_DROP_TRIGGER}
+_OWN_TABLES = "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations " \
+    "(fork, discard, set_meta, ...)"
+
+
+def _guard(op: int, one: str | None, two: str | None, _db: str | None,
+           trigger: str | None) -> int:
+    """Keep user SQL off chronos' own objects; our triggers (named _chronos_*) may write them."""
+    if trigger and trigger.startswith(PREFIX):
+        return apsw.SQLITE_OK
+    target = two if op == apsw.SQLITE_ALTER_TABLE else one
+    if (op in _WRITES or op == apsw.SQLITE_ALTER_TABLE) and target and target.startswith(PREFIX):
+        return apsw.SQLITE_DENY
+    return apsw.SQLITE_OK
+
+
 def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple]:
     """Rows and column description of one statement (also when it returns no rows)."""
     description: list = []
@@ -143,7 +161,13 @@ def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple
 
     cursor = conn.cursor()
     cursor.exec_trace = trace
-    rows = cursor.execute(stmt, binds or None).fetchall()
+    conn.authorizer = _guard
+    try:
+        rows = cursor.execute(stmt, binds or None).fetchall()
+    except apsw.AuthError:
+        raise ChronosError(_OWN_TABLES, errors.REFUSED) from None
+    finally:
+        conn.authorizer = None
     return rows, (description[0] if description else ())
 
 

@@ -101,3 +101,15 @@ def test_writes_to_main_are_versioned_in_history(shop):
         "select _chronos_op, name from _chronos_h_1 order by _chronos_seq"
     ).fetchall()
     assert images == [(0, None), (1, "Ada")]
+
+
+@pytest.mark.parametrize("branch", ["main", "w"])
+def test_chronos_own_tables_cannot_be_changed_with_sql(shop, branch):
+    shop.fork("w")
+    for stmt in ("delete from _chronos_worlds", "update _chronos_clock set seq = 0",
+                 "drop table _chronos_h_1", "alter table _chronos_o_1 add column x"):
+        with pytest.raises(ChronosError, match="chronos' own tables|runs on main") as err:
+            shop.sql(stmt, branch=branch)
+        assert err.value.code == "42501"
+    assert [w.name for w in shop.worlds()] == ["w"]
+    shop.sql("update users set name = 'still works' where id = 1", branch=branch)
