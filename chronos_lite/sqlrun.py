@@ -134,8 +134,10 @@ def _statement(
     return result
 
 
+# (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger
+# dropped by hand is put back by the next schema sync.)
 _WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE, apsw.SQLITE_DROP_TABLE,
-           apsw.SQLITE_DROP_INDEX, apsw.SQLITE_DROP_TRIGGER}
+           apsw.SQLITE_DROP_INDEX}
 _OWN_TABLES = "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations " \
     "(fork, discard, set_meta, ...)"
 
