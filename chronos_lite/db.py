@@ -177,10 +177,16 @@ class Database:
         ids = dict(conn.execute("select name, id from _chronos_tables where dropped = 0"))
         return {name: (ids[name], table_info(conn, name)) for name in user_tables(conn)}
 
-    def sync_in_transaction(self, conn: apsw.Connection) -> None:
-        """Follow a schema change made inside an open transaction (DDL in a sql call)."""
-        self._tables = shadow.sync(conn)
-        self._mark_synced(conn)
+    def follow_schema(self, conn: apsw.Connection) -> None:
+        """Follow a schema change a sql call just made: inside its transaction if it has one,
+        so the new or changed table is versioned from its first row."""
+        if conn.get_autocommit():
+            with self.write(conn):
+                self._tables = shadow.sync(conn)
+                self._mark_synced(conn)
+        else:
+            self._tables = shadow.sync(conn)
+            self._mark_synced(conn)
         self._schema_version = None
 
     def table(self, name: str) -> tuple[int, TableInfo]:

@@ -119,19 +119,15 @@ def _statement(
             if not adapted.columns:
                 return StatementResult(stmt, tag=f"INSERT 0 {adapted.changed}")
             return StatementResult(stmt, adapted.columns, adapted.rows)
-    result = StatementResult(stmt)
     rows, desc = _execute(conn, stmt, binds)
+    changed = _changed(session)
+    if changed and session.world is not None:
+        db.bump_version(conn, session.world)
+    if ddl:
+        db.follow_schema(conn)
     if desc:
-        result.columns = [d[0] for d in desc]
-        result.rows = rows
-    else:
-        changed = _changed(session)
-        result.tag = _tag(stmt, changed)
-        if changed and session.world is not None:
-            db.bump_version(conn, session.world)
-    if ddl and session.world is None:
-        db.sync_in_transaction(conn) if not conn.get_autocommit() else _sync_now(db)
-    return result
+        return StatementResult(stmt, [d[0] for d in desc], rows)
+    return StatementResult(stmt, tag=_tag(stmt, changed))
 
 
 # (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger
@@ -173,17 +169,11 @@ def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple
     return rows, (description[0] if description else ())
 
 
-def _sync_now(db: Database) -> None:
-    db._schema_version = None
-    db.tables()
-
-
 def _changed(session: Session) -> int:
-    conn = session.conn
+    """Rows the statement wrote: on a world the INSTEAD OF triggers count them."""
     if session.world is not None:
-        n = conn.execute(f"select n from {CTX}").fetchone()[0]
-        return n or conn.changes()
-    return conn.changes()
+        return session.conn.execute(f"select n from {CTX}").fetchone()[0]
+    return session.conn.changes()
 
 
 def _tag(stmt: str, changed: int) -> str:

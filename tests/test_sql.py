@@ -113,3 +113,13 @@ def test_chronos_own_tables_cannot_be_changed_with_sql(shop, branch):
         assert err.value.code == "42501"
     assert [w.name for w in shop.worlds()] == ["w"]
     shop.sql("update users set name = 'still works' where id = 1", branch=branch)
+
+
+def test_returning_on_a_world_moves_the_version_and_reads_dont(shop):
+    shop.fork("w")
+    out = shop.sql("update users set name = 'X' where id = 1 returning id, name", branch="w")
+    assert out.results[0].rows == [(1, "X")]
+    shop.sql("select * from users", branch="w")
+    out = shop.sql("delete from users where id = 1 returning name", branch="w")
+    assert out.results[0].rows == [("X",)]
+    assert shop.world("w").version == 2
