@@ -19,7 +19,7 @@ import json
 import apsw
 
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info, user_tables
-from .sqltext import _skip_quoted, name_tokens, quote_ident
+from .sqltext import comma_parts, name_tokens, quote_ident
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
 WORLD, DEAD = "_chronos_world", "_chronos_dead"
@@ -221,25 +221,6 @@ def _overlay_unique_indexes(t: TableInfo, n: int) -> list[str]:
 # --- AUTOINCREMENT: the shared counter of INTEGER PRIMARY KEY tables -------------------------
 
 
-def _top_level_parts(body: str) -> list[tuple[int, int]]:
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(body):
-        ch = body[i]
-        if ch in "'\"`[" or body.startswith("--", i) or body.startswith("/*", i):
-            i = _skip_quoted(body, i)
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append((start, i))
-            start = i + 1
-        i += 1
-    parts.append((start, len(body)))
-    return parts
-
-
 def autoincrement_sql(t: TableInfo) -> str | None:
     """The table's CREATE TABLE text with AUTOINCREMENT added to its INTEGER PRIMARY KEY.
 
@@ -253,7 +234,7 @@ def autoincrement_sql(t: TableInfo) -> str | None:
     if open_at < 0 or close_at < open_at:
         return None
     body = sql[open_at + 1 : close_at]
-    parts = _top_level_parts(body)
+    parts = comma_parts(body)
     col = t.pk[0].lower()
     col_span = table_pk_span = None
     for start, end in parts:

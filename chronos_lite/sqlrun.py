@@ -132,14 +132,20 @@ def _statement(
 
 # (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger
 # dropped by hand is put back by the next schema sync.)
-_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE, apsw.SQLITE_DROP_TABLE,
-           apsw.SQLITE_DROP_INDEX}
-_OWN_TABLES = "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations " \
+_WRITES = {
+    apsw.SQLITE_INSERT,
+    apsw.SQLITE_UPDATE,
+    apsw.SQLITE_DELETE,
+    apsw.SQLITE_DROP_TABLE,
+    apsw.SQLITE_DROP_INDEX,
+}
+_OWN_TABLES = (
+    "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations "
     "(fork, discard, set_meta, ...)"
+)
 
 
-def _guard(op: int, one: str | None, two: str | None, _db: str | None,
-           trigger: str | None) -> int:
+def _guard(op: int, one: str | None, two: str | None, _db: str | None, trigger: str | None) -> int:
     """Keep user SQL off chronos' own objects; our triggers (named _chronos_*) may write them."""
     if trigger and trigger.startswith(PREFIX):
         return apsw.SQLITE_OK

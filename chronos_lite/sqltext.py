@@ -8,6 +8,7 @@ keywords of a statement so the caller can pick a transaction mode.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import apsw
 
@@ -155,27 +156,46 @@ def name_tokens(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def top_level_words(sql: str) -> list[tuple[str, int, int]]:
-    """Bare words outside parentheses, strings and comments: (UPPER word, start, end)."""
-    out: list[tuple[str, int, int]] = []
+def _unquoted(sql: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, parenthesis depth) of each character outside strings, quoted names
+    and comments; a parenthesis is reported at the depth inside it."""
     depth = i = 0
     while i < len(sql):
         ch = sql[i]
         if ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
             i = _skip_quoted(sql, i)
             continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0:
-            m = _WORD.match(sql, i)
-            if m:
-                out.append((m.group(0).upper(), i, m.end()))
-                i = m.end()
-                continue
+        depth += ch == "("
+        yield i, ch, depth
+        depth -= ch == ")"
         i += 1
+
+
+def top_level_words(sql: str) -> list[tuple[str, int, int]]:
+    """Bare words outside parentheses, strings and comments: (UPPER word, start, end)."""
+    out: list[tuple[str, int, int]] = []
+    end = 0
+    for i, ch, depth in _unquoted(sql):
+        if depth == 0 and i >= end and (ch.isalpha() or ch == "_"):
+            m = _WORD.match(sql, i)
+            out.append((m.group(0).upper(), i, m.end()))
+            end = m.end()
     return out
+
+
+def comma_parts(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` between commas outside parentheses (a column list, a table body)."""
+    cuts = [i for i, ch, depth in _unquoted(text) if ch == "," and depth == 0]
+    starts = [0] + [c + 1 for c in cuts]
+    return list(zip(starts, [*cuts, len(text)]))
+
+
+def matching_paren(text: str, open_at: int) -> int | None:
+    """Index of the ``)`` closing the ``(`` at ``open_at``, or None."""
+    for i, ch, depth in _unquoted(text):
+        if i > open_at and ch == ")" and depth == 1:
+            return i
+    return None
 
 
 def split_returning(sql: str) -> tuple[str, str] | None:

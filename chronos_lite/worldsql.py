@@ -234,8 +234,9 @@ def _upsert_steps(t: TableInfo, upsert: Upsert, values: dict[str, str]) -> list[
     return steps
 
 
-def insert_trigger(t: TableInfo, n: int, world: int, kv: bool = False,
-                   upsert: Upsert | None = None) -> str:
+def insert_trigger(
+    t: TableInfo, n: int, world: int, kv: bool = False, upsert: Upsert | None = None
+) -> str:
     keys = _Keys(t, kv)
     values = {}
     for c in t.writable:

@@ -20,7 +20,14 @@ from . import sqltext
 from .catalog import TableInfo
 from .db import Database, Session
 from .errors import ChronosError
-from .sqltext import _skip_quoted, name_tokens, quote_ident, quote_literal
+from .sqltext import (
+    _skip_quoted,
+    comma_parts,
+    matching_paren,
+    name_tokens,
+    quote_ident,
+    quote_literal,
+)
 from .worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
 
 
@@ -31,8 +38,9 @@ class Inserted:
     changed: int
 
 
-def adapt_insert(db: Database, session: Session, stmt: str, binds: dict,
-                 execute) -> Inserted | None:
+def adapt_insert(
+    db: Database, session: Session, stmt: str, binds: dict, execute
+) -> Inserted | None:
     """Run an INSERT with RETURNING or ON CONFLICT on a world; None if it has neither."""
     split = sqltext.split_returning(stmt)
     body, returning = split if split else (stmt, None)
@@ -49,8 +57,10 @@ def adapt_insert(db: Database, session: Session, stmt: str, binds: dict,
         conn.execute(f"UPDATE {CTX} SET mode = ?", (MODES["ignore"],))
     if swap:
         _set_insert_trigger(conn, t, n, session.world.id, upsert)
-    conn.execute(f"DELETE FROM temp._chronos_inserted; UPDATE {CTX} SET log = ?",
-                 (int(returning is not None),))
+    conn.execute(
+        f"DELETE FROM temp._chronos_inserted; UPDATE {CTX} SET log = ?",
+        (int(returning is not None),),
+    )
     try:
         execute(conn, head, binds)
     finally:
@@ -75,8 +85,9 @@ def _returning_query(t: TableInfo, n: int, exprs: str, alias: str | None) -> str
     )
 
 
-def _set_insert_trigger(conn: apsw.Connection, t: TableInfo, n: int, world: int,
-                        upsert: Upsert | None) -> None:
+def _set_insert_trigger(
+    conn: apsw.Connection, t: TableInfo, n: int, world: int, upsert: Upsert | None
+) -> None:
     conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(n, 'ii')}")
     conn.execute(insert_trigger(t, n, world, upsert=upsert))
 
@@ -94,23 +105,32 @@ def insert_target(head: str) -> tuple[str, str | None]:
 
 def _on_conflict_at(body: str) -> int | None:
     words = sqltext.top_level_words(body)
-    starts = [words[i][1] for i in range(len(words) - 1)
-              if words[i][0] == "ON" and words[i + 1][0] == "CONFLICT"]
+    starts = [
+        words[i][1]
+        for i in range(len(words) - 1)
+        if words[i][0] == "ON" and words[i + 1][0] == "CONFLICT"
+    ]
     if len(starts) > 1:
-        raise ChronosError("on a world an INSERT takes one ON CONFLICT clause; split it into "
-                           "several statements")
+        raise ChronosError(
+            "on a world an INSERT takes one ON CONFLICT clause; split it into several statements"
+        )
     return starts[0] if starts else None
 
 
 def _parse_upsert(t: TableInfo, clause: str, alias: str | None, binds: dict) -> Upsert:
-    expected = ("expected ON CONFLICT [(columns)] DO NOTHING | DO UPDATE SET col = expr, ... "
-                "[WHERE condition]")
+    expected = (
+        "expected ON CONFLICT [(columns)] DO NOTHING | DO UPDATE SET col = expr, ... "
+        "[WHERE condition]"
+    )
     conflict_end = sqltext.top_level_words(clause)[1][2]  # the clause starts ON CONFLICT
     rest = clause[conflict_end:].strip()
     target: tuple[str, ...] = ()
     if rest.startswith("("):
-        end = _matching_paren(rest)
-        parts = _split_commas(rest[1:end])
+        end = matching_paren(rest, 0)
+        if end is None:
+            raise ChronosError("ON CONFLICT: unbalanced parentheses in the conflict target")
+        inside = rest[1:end]
+        parts = [inside[a:b] for a, b in comma_parts(inside)]
         target = tuple(name_tokens(p)[0][0] for p in parts if name_tokens(p))
         rest = rest[end + 1 :].strip()
     words = sqltext.top_level_words(rest)
@@ -134,8 +154,11 @@ def _parse_upsert(t: TableInfo, clause: str, alias: str | None, binds: dict) -> 
     assignments = rest[set_start : wheres[0] if wheres else len(rest)].strip()
     condition = rest[wheres[0] + len("WHERE") :].strip() if wheres else None
     renames = {"excluded": "NEW", (alias or t.name).lower(): quote_ident(t.name)}
-    return Upsert(target, _adapt(assignments, binds, renames),
-                  _adapt(condition, binds, renames) if condition else None)
+    return Upsert(
+        target,
+        _adapt(assignments, binds, renames),
+        _adapt(condition, binds, renames) if condition else None,
+    )
 
 
 def _check_target(t: TableInfo, target: tuple[str, ...]) -> tuple[str, ...]:
@@ -145,38 +168,6 @@ def _check_target(t: TableInfo, target: tuple[str, ...]) -> tuple[str, ...]:
     if not any(set(cols) == set(k) for k in keys + list(t.uniques)):
         raise ChronosError("ON CONFLICT clause does not match any PRIMARY KEY or UNIQUE constraint")
     return cols
-
-
-def _matching_paren(text: str) -> int:
-    depth, i = 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
-            i = _skip_quoted(text, i)
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0:
-            return i
-        i += 1
-    raise ChronosError("ON CONFLICT: unbalanced parentheses in the conflict target")
-
-
-def _split_commas(text: str) -> list[str]:
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "'\"`[":
-            i = _skip_quoted(text, i)
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-        i += 1
-    parts.append(text[start:])
-    return parts
 
 
 _PARAM = re.compile(r"\$(\d+)")

@@ -1,0 +1,61 @@
+"""SQL text helpers: statement splitting and the keyword checks the runner relies on."""
+
+from __future__ import annotations
+
+from chronos_lite import sqltext
+
+
+def test_split_respects_strings_comments_and_trigger_bodies():
+    script = """
+        insert into t values ('a;b'); -- a comment; with a semicolon
+        create trigger tr after insert on t begin update t set x = 1; delete from u; end;
+        /* block; comment */ select "odd;name" from t;
+        ;
+    """
+    parts = sqltext.split_statements(script)
+    assert len(parts) == 3
+    assert parts[0] == "insert into t values ('a;b')"
+    assert parts[1].endswith("delete from u; end")
+    assert parts[2].endswith('select "odd;name" from t')
+    assert sqltext.split_statements("select 1") == ["select 1"]
+    assert sqltext.split_statements(" -- only a comment\n;") == []
+
+
+def test_keywords_and_classification():
+    assert sqltext.keywords("/* x */ with a as (select 1) insert into t select * from a", 2) == [
+        "WITH",
+        "A",
+    ]
+    assert not sqltext.may_write("select * from t")
+    assert not sqltext.may_write("with a as (select 1) select * from a")
+    assert sqltext.may_write("with a as (select 1) delete from t")
+    assert sqltext.may_write("pragma user_version = 3")
+    assert not sqltext.may_write("pragma schema_version")
+    assert sqltext.is_transaction_control("  BEGIN immediate")
+    assert sqltext.conflict_mode("insert or ignore into t values (1)") == "ignore"
+    assert sqltext.conflict_mode("REPLACE into t values (1)") == "replace"
+    assert sqltext.conflict_mode("update or replace t set a = 1") == "replace"
+    assert sqltext.conflict_mode("insert into t values ('or replace')") == "abort"
+    assert sqltext.statement_tag("create unique index i on t(a)") == "CREATE INDEX"
+    assert sqltext.statement_tag("end") == "COMMIT"
+
+
+def test_returning_and_top_level_parts():
+    head, exprs = sqltext.split_returning(
+        "insert into t(a) select x from (select 1 as returning_x) returning a, 'returning'"
+    )
+    assert head == "insert into t(a) select x from (select 1 as returning_x)"
+    assert exprs == "a, 'returning'"
+    assert sqltext.split_returning("insert into t values ('returning')") is None
+    body = "a int, b text default ',', primary key (a, b)"
+    assert [body[s:e].strip() for s, e in sqltext.comma_parts(body)] == [
+        "a int",
+        "b text default ','",
+        "primary key (a, b)",
+    ]
+    assert sqltext.matching_paren("(a, (b), ')') x", 0) == 12
+
+
+def test_quoting_takes_any_name_literally():
+    assert sqltext.quote_ident('we"ird') == '"we""ird"'
+    assert sqltext.quote_literal("it's") == "'it''s'"
