@@ -19,7 +19,7 @@ import apsw
 from . import shadow
 from .catalog import PREFIX, TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
-from .shadow import DEAD, SEQ, WORLD, overlay_table
+from .shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from .sqltext import quote_ident
 from .worldsql import CTX_DDL, world_objects
 
@@ -39,8 +39,8 @@ class World:
     name: str
     parent_id: int | None
     parent: str
-    base_seq: int
-    fork_seq: int
+    base: dict[int, int]  # what it sees of main: per table, the last history seq at the fork
+    fork_seq: int  # the world clock at the fork
     owner: str
     meta: dict
     version: int
@@ -70,7 +70,7 @@ def _world_from_row(row: tuple) -> World:
         name,
         parent_id,
         parent or "main",
-        base,
+        {int(k): v for k, v in json.loads(base).items()},
         fork,
         owner,
         json.loads(meta),
@@ -80,7 +80,7 @@ def _world_from_row(row: tuple) -> World:
 
 
 WORLD_COLUMNS = (
-    "w.id, w.wid, w.name, w.parent, p.name, w.base_seq, w.fork_seq, w.owner, w.meta, "
+    "w.id, w.wid, w.name, w.parent, p.name, w.base, w.fork_seq, w.owner, w.meta, "
     "w.version, w.created"
 )
 WORLD_FROM = "_chronos_worlds AS w LEFT JOIN _chronos_worlds AS p ON p.id = w.parent"
@@ -280,9 +280,9 @@ class Database:
                 )
             parent = self.resolve(source) if source not in (None, "main") else None
             clock = self.clock(conn)
-            base = parent.base_seq if parent else clock
+            base = json.dumps(parent.base if parent else self._horizons(conn, tables))
             conn.execute(
-                "insert into _chronos_worlds(wid, name, parent, base_seq, fork_seq, owner, meta, "
+                "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, "
                 "created) values (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     "w" + secrets.token_hex(8),
@@ -300,6 +300,20 @@ class Database:
                 for n, _t in tables.values():
                     conn.execute(self._copy_overlay_sql(n), (new_id, parent.id))
         return self.world(name)
+
+    @staticmethod
+    def _horizons(conn: apsw.Connection, tables: dict) -> dict[int, int]:
+        """Main as it is now: each table's last history seq (one index lookup per table)."""
+        return {
+            n: conn.execute(f"select coalesce(max({SEQ}), 0) from {history_table(n)}").fetchone()[0]
+            for n, _t in tables.values()
+        }
+
+    def tick(self, conn: apsw.Connection) -> int:
+        """Move the world clock on (inside the caller's write transaction); the new value."""
+        return conn.execute(
+            "update main._chronos_clock set seq = seq + 1 returning seq"
+        ).fetchone()[0]
 
     def _copy_overlay_sql(self, n: int) -> str:
         o = overlay_table(n)
@@ -386,7 +400,7 @@ class Database:
         else:
             self._worlds.move_to_end(world.id)
         session.world = world
-        key = (world.id, world.base_seq, self._schema_version)
+        key = (world.id, json.dumps(world.base), self._schema_version)
         if session.built_for != key:
             self._build_world(session, tables, world)
             session.built_for = key
@@ -398,7 +412,7 @@ class Database:
             "select name from temp.sqlite_schema where type = 'view'"
         ).fetchall():
             conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
-        statements = world_objects(tables, world.id, world.base_seq)
+        statements = world_objects(tables, world.id, world.base)
         conn.execute("BEGIN")
         try:
             for stmt in statements:

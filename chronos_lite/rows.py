@@ -166,7 +166,9 @@ def _write(db: Database, session: Session, action: Callable[[apsw.Connection], A
     try:
         with db.write(conn):
             if session.world is not None:
-                conn.execute(f"update {CTX} set mode = ?, n = 0", (MODES["replace"],))
+                conn.execute(
+                    f"update {CTX} set mode = ?, n = 0, seq = ?", (MODES["replace"], db.tick(conn))
+                )
             result = action(conn)
             if session.world is not None:
                 db.bump_version(conn, session.world)

@@ -4,9 +4,9 @@ Every user table ``T`` gets, under a stable number ``n`` (so hostile or renamed 
 never reach our own object names):
 
 * ``_chronos_h_n``: history. One row per change to a main row, holding the row's image *before*
-  the change (``_chronos_op`` 1) or the fact that it did not exist (``_chronos_op`` 0), stamped
-  with the change's ``seq`` from the one global clock. The row as of ``S`` is the first history
-  record after ``S`` for its key, or the live row if there is none.
+  the change (``_chronos_op`` 1) or the fact that it did not exist (``_chronos_op`` 0). Its
+  ``seq`` (the table's rowid) orders the table's changes. The row as of seq ``S`` is the first
+  history record after ``S`` for its key, or the live row if there is none.
 * ``_chronos_o_n``: the worlds' overlay. (world, key) → the world's row, or a tombstone.
 * Triggers on ``T`` that write history. They are pure SQL stored in the file, so an app that
   writes main through the stdlib ``sqlite3`` module is versioned the same way.
@@ -19,9 +19,11 @@ import json
 import apsw
 
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info, user_tables
-from .sqltext import comma_parts, name_tokens, quote_ident
+from .sqltext import comma_parts, name_tokens, quote_ident, quote_literal
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
+# History seqs are per table and only grow: the pruner (with retention) keeps each table's
+# newest history row, so a table's max seq never goes back and a fork's horizon stays valid.
 WORLD, DEAD = "_chronos_world", "_chronos_dead"
 NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 FORMAT_VERSION = 1
@@ -44,7 +46,7 @@ CREATE TABLE IF NOT EXISTS _chronos_worlds(
     wid TEXT NOT NULL UNIQUE,
     name TEXT NOT NULL,
     parent INTEGER REFERENCES _chronos_worlds(id),
-    base_seq INTEGER NOT NULL,
+    base TEXT NOT NULL,
     fork_seq INTEGER NOT NULL,
     owner TEXT NOT NULL,
     meta TEXT NOT NULL DEFAULT '{{}}',
@@ -84,33 +86,39 @@ def _key_values(t: TableInfo, row: str) -> list[str]:
 
 
 def _history_insert(t: TableInfo, n: int, row: str, where: str = "") -> str:
-    """INSERT of ``row``'s image (OLD or a selected row) into history at the current clock."""
+    """INSERT of ``row``'s image (OLD, or rows selected as ``row``) into history."""
     cols = [quote_ident(c) for c in t.column_names]
     vals = [f"{row}.{c}" for c in cols]
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
         vals.append(f"{row}.rowid")
-    head = f"INSERT INTO {history_table(n)}({SEQ}, {OP}, {TIME}, {', '.join(cols)}) "
-    seq = "(SELECT seq FROM _chronos_clock)"
+    head = f"INSERT INTO {history_table(n)}({OP}, {TIME}, {', '.join(cols)}) "
     if where:
         return (
             head
-            + f"SELECT {seq}, 1, {NOW}, {', '.join(vals)} "
+            + f"SELECT 1, {NOW}, {', '.join(vals)} "
             + f"FROM {quote_ident(t.name)} AS {row} WHERE {where}"
         )
-    return head + f"VALUES ({seq}, 1, {NOW}, {', '.join(vals)})"
+    return head + f"VALUES (1, {NOW}, {', '.join(vals)})"
 
 
 def _absence_insert(t: TableInfo, n: int, row: str, when: str = "") -> str:
     keys = ", ".join(quote_ident(c) for c in t.key_cols)
     vals = ", ".join(_key_values(t, row))
-    body = f"SELECT (SELECT seq FROM _chronos_clock), 0, {NOW}, {vals}"
-    return f"INSERT INTO {history_table(n)}({SEQ}, {OP}, {TIME}, {keys}) {body}" + (
+    return f"INSERT INTO {history_table(n)}({OP}, {TIME}, {keys}) SELECT 0, {NOW}, {vals}" + (
         f" WHERE {when}" if when else ""
     )
 
 
-TICK = "UPDATE _chronos_clock SET seq = seq + 1"
+def _counter_follows(t: TableInfo, old_key: str, new_key: str) -> str:
+    """An UPDATE that moves an integer key up moves the shared counter too, so no id that was
+    ever used comes back (AUTOINCREMENT itself only follows inserts)."""
+    if t.key_kind != "int":
+        return ""
+    return (
+        f"UPDATE sqlite_sequence SET seq = {new_key} WHERE {old_key} IS NOT {new_key} "
+        f"AND name = {quote_literal(t.name)} AND seq < {new_key}; "
+    )
 
 
 def _conflict_conditions(t: TableInfo, new: str) -> list[str]:
@@ -123,19 +131,24 @@ def _conflict_conditions(t: TableInfo, new: str) -> list[str]:
 
 
 def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
-    """The triggers on a user table that keep its history, by name."""
+    """The triggers on a user table that keep its history, by name.
+
+    A history row's seq is its table's own rowid (the next one up), not a shared clock: a clock
+    row updated by every main write halved write throughput. A fork records each table's
+    latest seq instead.
+    """
     q = quote_ident(t.name)
     old_key = t.main_key("OLD.")
     new_key = t.main_key("NEW.")
     name = f"{PREFIX}t{n}"
     trig = {
-        f"{name}_ai": f"CREATE TRIGGER {name}_ai AFTER INSERT ON {q} BEGIN {TICK}; "
+        f"{name}_ai": f"CREATE TRIGGER {name}_ai AFTER INSERT ON {q} BEGIN "
         f"{_absence_insert(t, n, 'NEW')}; END",
-        f"{name}_au": f"CREATE TRIGGER {name}_au AFTER UPDATE ON {q} BEGIN {TICK}; "
+        f"{name}_au": f"CREATE TRIGGER {name}_au AFTER UPDATE ON {q} BEGIN "
         f"{_history_insert(t, n, 'OLD')}; "
-        f"{TICK} WHERE {old_key} IS NOT {new_key}; "
-        f"{_absence_insert(t, n, 'NEW', f'{old_key} IS NOT {new_key}')}; END",
-        f"{name}_ad": f"CREATE TRIGGER {name}_ad AFTER DELETE ON {q} BEGIN {TICK}; "
+        f"{_absence_insert(t, n, 'NEW', f'{old_key} IS NOT {new_key}')}; "
+        f"{_counter_follows(t, old_key, new_key)}END",
+        f"{name}_ad": f"CREATE TRIGGER {name}_ad AFTER DELETE ON {q} BEGIN "
         f"{_history_insert(t, n, 'OLD')}; END",
     }
     # INSERT OR REPLACE deletes the rows it collides with without firing delete triggers
@@ -143,29 +156,16 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
     conds = _conflict_conditions(t, "NEW")
     if conds:
         any_cond = " OR ".join(f"({c})" for c in conds)
-        steps = "".join(
-            f"{TICK} WHERE EXISTS (SELECT 1 FROM {q} AS c WHERE {c}); "
-            f"{_history_insert(t, n, 'c', c)}; "
-            for c in conds
-        )
+        steps = "".join(f"{_history_insert(t, n, 'c', c)}; " for c in conds)
         trig[f"{name}_bi"] = (
             f"CREATE TRIGGER {name}_bi BEFORE INSERT ON {q} "
             f"WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE {any_cond}) BEGIN {steps}END"
         )
         # UPDATE OR REPLACE of a key or unique column can delete another row the same way.
-        watched = sorted(
-            {
-                c
-                for cols in ([t.pk] if t.key_kind != "rowid" else []) + list(t.uniques)
-                for c in cols
-            }
-        )
+        keysets = ([t.pk] if t.key_kind != "rowid" else []) + list(t.uniques)
+        watched = sorted({c for cols in keysets for c in cols})
         other = f"{t.main_key('c.')} IS NOT {old_key}"
-        steps = "".join(
-            f"{TICK} WHERE EXISTS (SELECT 1 FROM {q} AS c WHERE ({c}) AND {other}); "
-            f"{_history_insert(t, n, 'c', f'({c}) AND {other}')}; "
-            for c in conds
-        )
+        steps = "".join(f"{_history_insert(t, n, 'c', f'({c}) AND {other}')}; " for c in conds)
         trig[f"{name}_bu"] = (
             f"CREATE TRIGGER {name}_bu BEFORE UPDATE OF {', '.join(map(quote_ident, watched))} "
             f"ON {q} WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE ({any_cond}) AND {other}) "

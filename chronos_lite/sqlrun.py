@@ -110,7 +110,8 @@ def _statement(
         _drop_history_triggers_for(conn, stmt)
     if session.world is not None:
         mode = MODES[sqltext.conflict_mode(stmt)]
-        conn.execute(f"UPDATE {CTX} SET mode = ?, n = 0", (mode,))
+        seq = db.tick(conn) if sqltext.may_write(stmt) else None
+        conn.execute(f"UPDATE {CTX} SET mode = ?, n = 0, seq = ?", (mode, seq))
     if session.world is not None and words[:1] in (["INSERT"], ["REPLACE"]):
         adapted = adapt_insert(db, session, stmt, binds, _execute)
         if adapted is not None:

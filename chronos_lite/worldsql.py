@@ -24,7 +24,7 @@ CTX = "temp._chronos_ctx"
 CTX_DDL = (
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_ctx(id INTEGER PRIMARY KEY CHECK (id = 1), "
     "mode INTEGER NOT NULL DEFAULT 0, n INTEGER NOT NULL DEFAULT 0, k, k2, "
-    "log INTEGER NOT NULL DEFAULT 0);"
+    "log INTEGER NOT NULL DEFAULT 0, seq INTEGER);"
     "INSERT OR IGNORE INTO temp._chronos_ctx(id) VALUES (1);"
     # Keys an INSERT wrote, in order, for its RETURNING clause (see sqlrun).
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_inserted(ord INTEGER PRIMARY KEY, k)"
@@ -32,8 +32,9 @@ CTX_DDL = (
 MODES = {"abort": 0, "ignore": 1, "replace": 2}
 MODE = f"(SELECT mode FROM {CTX})"
 CTX_KEY = f"(SELECT k FROM {CTX})"
-CLOCK = "(SELECT seq FROM main._chronos_clock)"
-TICK = "UPDATE main._chronos_clock SET seq = seq + 1"
+# World writes are stamped with the world clock (``_chronos_clock``), moved on once per
+# statement by the caller and kept in the context row: no clock update per row.
+CLOCK = f"(SELECT seq FROM {CTX})"
 COUNT = f"UPDATE {CTX} SET n = n + 1"
 
 
@@ -45,33 +46,53 @@ def _cols(t: TableInfo, prefix: str = "") -> str:
     return ", ".join(prefix + quote_ident(c) for c in t.column_names)
 
 
+def _same_key(t: TableInfo, left: str, right: str) -> str:
+    """Shadow row ``left`` and shadow row ``right`` hold the same key."""
+    return " AND ".join(f"{left}.{quote_ident(c)} = {right}.{quote_ident(c)}" for c in t.key_cols)
+
+
+def _main_row_is(t: TableInfo, shadow: str) -> str:
+    """Shadow row ``shadow`` holds the key of the live main row ``_m``."""
+    if t.key_kind == "rowid":
+        return f"{shadow}.{quote_ident(ROWID_COL)} = _m.rowid"
+    return " AND ".join(f"{shadow}.{quote_ident(c)} = _m.{quote_ident(c)}" for c in t.pk)
+
+
 def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = False) -> str:
-    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay."""
+    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay.
+
+    The checks against the overlay and history are correlated index probes, so a point lookup
+    costs a few probes rather than a pass over the world's changes; each is guarded by a test
+    SQLite evaluates once per statement, so a table the world never changed (and main did not
+    change since the fork) reads at the speed of main.
+    """
     o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
-    mine = f"SELECT {keys} FROM {o} WHERE {WORLD} = {world}"
-    changed = f"SELECT {keys} FROM {h} WHERE {SEQ} > {seq}"
-    mk = t.main_key(f"main.{quote_ident(t.name)}.")
-    extra = (
-        (
-            f", main.{quote_ident(t.name)}.rowid AS {quote_ident(ROWID_COL)}",
-            ", h." + quote_ident(ROWID_COL),
-            ", " + quote_ident(ROWID_COL),
-        )
-        if with_rowid
-        else ("", "", "")
+    cols = _cols(t, "_m.")
+    rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
+    untouched = (
+        f"(NOT EXISTS (SELECT 1 FROM {o} WHERE {WORLD} = {world}) OR NOT EXISTS "
+        f"(SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} AND {_main_row_is(t, 'o')}))"
+    )
+    unchanged = (
+        f"((SELECT max({SEQ}) FROM {h}) <= {seq} OR NOT EXISTS "
+        f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
     )
     live = (
-        f"SELECT {_cols(t)}{extra[0]} FROM main.{quote_ident(t.name)} "
-        f"WHERE {mk} NOT IN ({mine}) AND {mk} NOT IN ({changed})"
+        f"SELECT {cols}{rowid} FROM main.{quote_ident(t.name)} AS _m "
+        f"WHERE {untouched} AND {unchanged}"
     )
-    hk, h2k = t.shadow_key("h."), t.shadow_key("h2.")
     past = (
-        f"SELECT {_cols(t, 'h.')}{extra[1]} FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
-        f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {h2k} = {hk} AND h2.{SEQ} > {seq} "
-        f"AND h2.{SEQ} < h.{SEQ}) AND {hk} NOT IN ({mine})"
+        f"SELECT {_cols(t, 'h.')}{', h.' + quote_ident(ROWID_COL) if with_rowid else ''} "
+        f"FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
+        f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {_same_key(t, 'h2', 'h')} "
+        f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} "
+        f"AND {_same_key(t, 'o', 'h')})"
     )
-    own = f"SELECT {_cols(t)}{extra[2]} FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
+    own = (
+        f"SELECT {_cols(t)}{', ' + quote_ident(ROWID_COL) if with_rowid else ''} "
+        f"FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
+    )
     return f"{live} UNION ALL {past} UNION ALL {own}"
 
 
@@ -122,18 +143,21 @@ def _checked_int(expr: str) -> str:
 
 
 def _allocate(t: TableInfo, n: int, given: str | None) -> list[str]:
-    """Statements that put the row's integer key in the context, from the shared counter."""
+    """Statements that put the row's integer key in the context, from the shared counter.
+
+    As SQLite's AUTOINCREMENT does, a new key is one past both the counter and main's largest
+    key (an UPDATE of a key in main moves the largest key without touching the counter).
+    """
+    chk = _checked_int(given) if given else "NULL"
+    top = f"coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0)"
     if t.autoincrement:
         name = quote_literal(t.name)
-        chk = _checked_int(given) if given else "NULL"
         return [
-            f"UPDATE main.sqlite_sequence SET seq = CASE WHEN {chk} IS NULL THEN seq + 1 "
-            f"ELSE max(seq, {chk}) END WHERE name = {name}",
+            f"UPDATE main.sqlite_sequence SET seq = CASE WHEN {chk} IS NULL "
+            f"THEN max(seq, {top}) + 1 ELSE max(seq, {chk}) END WHERE name = {name}",
             f"UPDATE {CTX} SET k = coalesce({chk}, "
             f"(SELECT seq FROM main.sqlite_sequence WHERE name = {name}))",
         ]
-    chk = _checked_int(given) if given else "NULL"
-    top = f"coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0)"
     return [
         f"UPDATE main._chronos_counters SET hi = CASE WHEN {chk} IS NULL THEN max(hi, {top}) + 1 "
         f"ELSE max(hi, {chk}) END WHERE table_id = {n}",
@@ -154,9 +178,9 @@ def _find_rowid(t: TableInfo, n: int) -> str:
 def _refuse(mode_cond: str, exists: str, message: str) -> list[str]:
     """OR IGNORE skips the row, OR REPLACE goes on, anything else fails with SQLite's message."""
     return [
-        f"SELECT RAISE(IGNORE) WHERE {MODE} = 1 AND {mode_cond}EXISTS ({exists})",
-        f"SELECT RAISE(ABORT, {quote_literal(message)}) "
-        f"WHERE {MODE} = 0 AND {mode_cond}EXISTS ({exists})",
+        f"SELECT CASE {MODE} WHEN 1 THEN RAISE(IGNORE) "
+        f"ELSE RAISE(ABORT, {quote_literal(message)}) END "
+        f"WHERE {MODE} != 2 AND {mode_cond}EXISTS ({exists})"
     ]
 
 
@@ -255,15 +279,19 @@ def insert_trigger(
     view = _lookup_view(t, n)
     new = keys.new()
     if t.key_kind != "rowid" or kv:
+        given = (
+            "NEW." + quote_ident(t.key_cols[0]) + " IS NOT NULL AND "
+            if t.key_kind in ("int", "rowid")
+            else ""
+        )
         steps += _refuse(
-            "",
+            given,
             f"SELECT 1 FROM {view} WHERE {keys.view_match(new)}",
             _unique_msg(t, t.pk or ("rowid",)),
         )
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         steps += _refuse("", f"SELECT 1 FROM {view} WHERE {match}", _unique_msg(t, cols))
-    steps.append(TICK)
     for cols in t.uniques:  # OR REPLACE: rows the new one collides with are deleted
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {match}"))
@@ -286,7 +314,7 @@ def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
         pk = t.pk[0]
         null_msg = quote_literal("datatype mismatch")
         steps.append(f"SELECT RAISE(ABORT, {null_msg}) WHERE NEW.{quote_ident(pk)} IS NULL")
-        steps.append(f"UPDATE {CTX} SET k = {_checked_int(values[pk])}")
+        steps += _allocate(t, n, values[pk])  # a key moved up moves the shared counter too
         values[pk] = CTX_KEY
     elif t.key_kind == "rowid":
         steps.append(
@@ -311,15 +339,13 @@ def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
             f"SELECT 1 FROM {view} WHERE {match} AND {not_self}",
             _unique_msg(t, cols),
         )
-    steps.append(TICK)
-    collide = [f"({keys.view_match(new)} AND {moved})"] if t.key_kind != "rowid" else []
+    # OR REPLACE: rows the changed one now collides with are deleted (one indexed probe each)
+    collide = [f"{keys.view_match(new)} AND {moved}"] if t.key_kind != "rowid" else []
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
-        collide.append(f"({match} AND {not_self})")
-    if collide:
-        steps.append(
-            _tombstone_select(t, n, world, view, f"{MODE} = 2 AND ({' OR '.join(collide)})")
-        )
+        collide.append(f"{match} AND {not_self}")
+    for cond in collide:
+        steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {cond}"))
     o = f"main.{overlay_table(n)}"
     if t.key_kind != "rowid":
         steps.append(
@@ -344,7 +370,6 @@ def delete_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     o = f"main.{overlay_table(n)}"
     kcols = ", ".join(quote_ident(c) for c in t.key_cols)
     steps += [
-        TICK,
         f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)}",
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
         f"VALUES ({world}, {CLOCK}, 1, {', '.join(old)})",
@@ -364,10 +389,14 @@ def _trigger(t: TableInfo, n: int, suffix: str, event: str, steps: list[str], kv
     return f"CREATE TEMP TRIGGER {name} INSTEAD OF {event} ON {target} BEGIN {body}; END"
 
 
-def world_objects(tables: dict[str, tuple[int, TableInfo]], world: int, seq: int) -> list[str]:
-    """Every TEMP statement that puts a connection on the world."""
+def world_objects(
+    tables: dict[str, tuple[int, TableInfo]], world: int, base: dict[int, int]
+) -> list[str]:
+    """Every TEMP statement that puts a connection on the world (``base``: what it sees of
+    main, per table the last history seq at its fork; a table created since counts from 0)."""
     out: list[str] = []
     for _name, (n, t) in sorted(tables.items()):
+        seq = base.get(n, 0)
         out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq)}")
         if t.key_kind == "rowid":
             out.append(f"CREATE TEMP VIEW {key_view(n)} AS {view_select(t, n, world, seq, True)}")
