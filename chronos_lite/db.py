@@ -21,7 +21,7 @@ from .catalog import PREFIX, TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from .sqltext import quote_ident
-from .worldsql import CTX_DDL, world_objects
+from .worldsql import CTX, CTX_DDL, world_objects
 
 DB_FILE = "chronos.db"
 BUSY_TIMEOUT_MS = 60_000
@@ -426,6 +426,8 @@ class Database:
     def end_call(self, session: Session) -> None:
         """Each call is its own session: drop TEMP objects the call created."""
         conn = session.conn
+        if session.world is not None:
+            conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
         if conn.execute("pragma temp.schema_version").fetchone()[0] == session.temp_version:
             return
         for name, kind in conn.execute(

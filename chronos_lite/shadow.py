@@ -202,8 +202,15 @@ def _overlay_ddl(t: TableInfo, n: int) -> list[str]:
         f"CREATE TABLE {o}({WORLD} INTEGER NOT NULL, {SEQ} INTEGER NOT NULL, "
         f"{DEAD} INTEGER NOT NULL DEFAULT 0, {', '.join(cols)}, "
         f"PRIMARY KEY ({WORLD}, {keys})) WITHOUT ROWID",
+        # A thin copy of the key: a world's reads probe it once per main row, and probing it
+        # costs a third less than probing the table (whose leaves hold whole rows).
+        f"CREATE INDEX {overlay_keys(n)} ON {o}({WORLD}, {keys})",
         *_overlay_unique_indexes(t, n),
     ]
+
+
+def overlay_keys(n: int) -> str:
+    return f"_chronos_o_{n}_k"
 
 
 def _overlay_unique_indexes(t: TableInfo, n: int) -> list[str]:

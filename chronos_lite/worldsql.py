@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import ROWID_COL, TableInfo
-from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_keys, overlay_table
 from .sqltext import quote_ident, quote_literal
 
 CTX = "temp._chronos_ctx"
@@ -33,8 +33,9 @@ MODES = {"abort": 0, "ignore": 1, "replace": 2}
 MODE = f"(SELECT mode FROM {CTX})"
 CTX_KEY = f"(SELECT k FROM {CTX})"
 # World writes are stamped with the world clock (``_chronos_clock``), moved on once per
-# statement by the caller and kept in the context row: no clock update per row.
-CLOCK = f"(SELECT seq FROM {CTX})"
+# statement by the caller and kept in the context row: no clock update per row. A write made
+# on the connection outside a call is stamped one past the clock.
+CLOCK = f"coalesce((SELECT seq FROM {CTX}), (SELECT seq + 1 FROM main._chronos_clock))"
 COUNT = f"UPDATE {CTX} SET n = n + 1"
 
 
@@ -71,10 +72,11 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
     untouched = (
         f"(NOT EXISTS (SELECT 1 FROM {o} WHERE {WORLD} = {world}) OR NOT EXISTS "
-        f"(SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} AND {_main_row_is(t, 'o')}))"
+        f"(SELECT 1 FROM {o} AS o INDEXED BY {overlay_keys(n)} "
+        f"WHERE o.{WORLD} = {world} AND {_main_row_is(t, 'o')}))"
     )
     unchanged = (
-        f"((SELECT max({SEQ}) FROM {h}) <= {seq} OR NOT EXISTS "
+        f"((SELECT coalesce(max({SEQ}), 0) FROM {h}) <= {seq} OR NOT EXISTS "
         f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
     )
     live = (
@@ -101,11 +103,13 @@ class _Keys:
 
     A table without a primary key has two views: the one named like the table (its rows found
     by value) and the key view, which shows the hidden rowid (what get, put and delete use).
+    ``new_key`` is the expression of a new integer key (allocated or checked).
     """
 
-    def __init__(self, t: TableInfo, key_view: bool = False):
+    def __init__(self, t: TableInfo, key_view: bool = False, new_key: str = CTX_KEY):
         self.t = t
         self.key_view = key_view
+        self.new_key = new_key
         self.cols = [quote_ident(c) for c in t.key_cols]
 
     def old(self) -> list[str]:
@@ -115,7 +119,7 @@ class _Keys:
 
     def new(self) -> list[str]:
         if self.t.key_kind in ("rowid", "int"):
-            return [CTX_KEY]
+            return [self.new_key]
         return [f"NEW.{c}" for c in self.cols]
 
     @staticmethod
@@ -142,28 +146,39 @@ def _checked_int(expr: str) -> str:
     )
 
 
-def _allocate(t: TableInfo, n: int, given: str | None) -> list[str]:
-    """Statements that put the row's integer key in the context, from the shared counter.
+def _counter(t: TableInfo, n: int) -> tuple[str, str, str]:
+    """The shared counter of integer keys: (table, column, row condition).
 
-    As SQLite's AUTOINCREMENT does, a new key is one past both the counter and main's largest
-    key (an UPDATE of a key in main moves the largest key without touching the counter).
+    With AUTOINCREMENT it is ``sqlite_sequence``, which main's own inserts honour; it is never
+    below main's largest key (inserts keep it so, and main's history trigger moves it when an
+    UPDATE moves a key up). Otherwise (a table without a primary key) chronos' own counter.
     """
-    chk = _checked_int(given) if given else "NULL"
-    top = f"coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0)"
     if t.autoincrement:
-        name = quote_literal(t.name)
-        return [
-            f"UPDATE main.sqlite_sequence SET seq = CASE WHEN {chk} IS NULL "
-            f"THEN max(seq, {top}) + 1 ELSE max(seq, {chk}) END WHERE name = {name}",
-            f"UPDATE {CTX} SET k = coalesce({chk}, "
-            f"(SELECT seq FROM main.sqlite_sequence WHERE name = {name}))",
-        ]
-    return [
-        f"UPDATE main._chronos_counters SET hi = CASE WHEN {chk} IS NULL THEN max(hi, {top}) + 1 "
-        f"ELSE max(hi, {chk}) END WHERE table_id = {n}",
-        f"UPDATE {CTX} SET k = coalesce({chk}, "
-        f"(SELECT hi FROM main._chronos_counters WHERE table_id = {n}))",
-    ]
+        return "main.sqlite_sequence", "seq", f"name = {quote_literal(t.name)}"
+    return "main._chronos_counters", "hi", f"table_id = {n}"
+
+
+def _allocate(t: TableInfo, n: int, given: str | None) -> tuple[str, str]:
+    """The statement that moves the shared counter for a new row, and the row's key."""
+    table, col, row = _counter(t, n)
+    chk = _checked_int(given) if given else "NULL"
+    if t.autoincrement:
+        step = (
+            f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN {col} + 1 "
+            f"ELSE max({col}, {chk}) END WHERE {row}"
+        )
+    else:
+        top = f"coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0)"
+        step = (
+            f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN max({col}, {top}) + 1 "
+            f"ELSE max({col}, {chk}) END WHERE {row}"
+        )
+    key = (
+        f"coalesce({chk}, (SELECT {col} FROM {table} WHERE {row}))"
+        if given
+        else (f"(SELECT {col} FROM {table} WHERE {row})")
+    )
+    return step, key
 
 
 def _find_rowid(t: TableInfo, n: int) -> str:
@@ -188,28 +203,40 @@ def _lookup_view(t: TableInfo, n: int) -> str:
     return f"temp.{key_view(n)}" if t.key_kind == "rowid" else f"temp.{quote_ident(t.name)}"
 
 
-def _write_row(t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]) -> list[str]:
+def _upsert_clause(t: TableInfo, dead: bool) -> str:
+    """Overwrite the key's overlay entry (a tombstone, or the world's older row) in place.
+
+    An upsert, not INSERT OR REPLACE: an outer INSERT OR IGNORE would turn REPLACE into a skip.
+    """
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    sets = [f"{SEQ} = excluded.{SEQ}", f"{DEAD} = {int(dead)}"]
+    for c in t.columns:
+        if c.name not in t.key_cols:
+            sets.append(
+                f"{quote_ident(c.name)} = "
+                + ("NULL" if dead else f"excluded.{quote_ident(c.name)}")
+            )
+    return f" ON CONFLICT ({WORLD}, {keys}) DO UPDATE SET {', '.join(sets)}"
+
+
+def _write_row(t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]) -> str:
     o = f"main.{overlay_table(n)}"
-    new = keys.new()
     cols = [quote_ident(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
-        vals.append(CTX_KEY)
-    return [
-        f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(new)}",
+        vals.append(keys.new()[0])
+    return (
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
-        f"VALUES ({world}, {CLOCK}, 0, {', '.join(vals)})",
-    ]
+        f"VALUES ({world}, {CLOCK}, 0, {', '.join(vals)}){_upsert_clause(t, False)}"
+    )
 
 
-def _tombstone_select(t: TableInfo, n: int, world: int, source: str, where: str) -> str:
+def _tombstone(t: TableInfo, n: int, world: int, select: str) -> str:
+    """Tombstones for the keys ``select`` yields (it must end in a WHERE clause)."""
     o = f"main.{overlay_table(n)}"
     keys = ", ".join(quote_ident(c) for c in t.key_cols)
-    return (
-        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {keys}) "
-        f"SELECT {world}, {CLOCK}, 1, {keys} FROM {source} WHERE {where}"
-    )
+    return f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {keys}) {select}{_upsert_clause(t, True)}"
 
 
 def _not_null(t: TableInfo, values: dict[str, str], skip: set[str]) -> list[str]:
@@ -240,7 +267,16 @@ class Upsert:
     condition: str | None
 
 
-def _upsert_steps(t: TableInfo, upsert: Upsert, values: dict[str, str]) -> list[str]:
+def _log_keys(t: TableInfo, source: str, where: str) -> str:
+    """Record the keys an INSERT wrote, for its RETURNING clause."""
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    return (
+        f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) "
+        f"FROM {source} WHERE {where}"
+    )
+
+
+def _upsert_steps(t: TableInfo, upsert: Upsert, values: dict[str, str], log: bool) -> list[str]:
     """On a row the target constraint already has: update it (or do nothing) and stop."""
     view = f"temp.{quote_ident(t.name)}"
     match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in upsert.target)
@@ -249,33 +285,41 @@ def _upsert_steps(t: TableInfo, upsert: Upsert, values: dict[str, str]) -> list[
     if upsert.assignments is not None:
         where = f" AND ({upsert.condition})" if upsert.condition else ""
         steps.append(f"UPDATE {view} SET {upsert.assignments} WHERE {hit} AND {match}{where}")
-        kcols = ", ".join(quote_ident(c) for c in t.key_cols)
-        steps.append(
-            f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) FROM {view} "
-            f"WHERE (SELECT log FROM {CTX}) = 1 AND {hit} AND {match}"
-        )
+        if log:
+            steps.append(_log_keys(t, view, f"{hit} AND {match}"))
     steps.append(f"SELECT RAISE(IGNORE) WHERE {hit}")
     return steps
 
 
 def insert_trigger(
-    t: TableInfo, n: int, world: int, kv: bool = False, upsert: Upsert | None = None
+    t: TableInfo,
+    n: int,
+    world: int,
+    kv: bool = False,
+    upsert: Upsert | None = None,
+    log: bool = False,
 ) -> str:
-    keys = _Keys(t, kv)
+    """INSTEAD OF INSERT. ``upsert``: the statement's ON CONFLICT clause; ``log``: record the
+    written keys for a RETURNING clause. (Both only in a trigger put in place for one
+    statement, so ordinary inserts pay for neither.)"""
     values = {}
     for c in t.writable:
         v = f"NEW.{quote_ident(c.name)}"
         values[c.name] = f"coalesce({v}, {c.default})" if c.default is not None else v
     steps: list[str] = []
+    new_key = CTX_KEY
     if t.key_kind == "int":
         pk = t.pk[0]
-        steps += _allocate(t, n, values[pk])
-        values[pk] = CTX_KEY
+        step, new_key = _allocate(t, n, values[pk])
+        steps.append(step)
+        values[pk] = new_key
     elif t.key_kind == "rowid":
-        steps += _allocate(t, n, f"NEW.{quote_ident(ROWID_COL)}" if kv else None)
+        step, new_key = _allocate(t, n, f"NEW.{quote_ident(ROWID_COL)}" if kv else None)
+        steps.append(step)
+    keys = _Keys(t, kv, new_key)
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
     if upsert is not None:
-        steps += _upsert_steps(t, upsert, values)
+        steps += _upsert_steps(t, upsert, values, log)
     view = _lookup_view(t, n)
     new = keys.new()
     if t.key_kind != "rowid" or kv:
@@ -292,34 +336,42 @@ def insert_trigger(
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         steps += _refuse("", f"SELECT 1 FROM {view} WHERE {match}", _unique_msg(t, cols))
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
     for cols in t.uniques:  # OR REPLACE: rows the new one collides with are deleted
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
-        steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {match}"))
-    steps += _write_row(t, n, world, keys, values)
+        steps.append(
+            _tombstone(
+                t,
+                n,
+                world,
+                f"SELECT {world}, {CLOCK}, 1, {kcols} FROM {view} WHERE {MODE} = 2 AND {match}",
+            )
+        )
+    steps.append(_write_row(t, n, world, keys, values))
     steps.append(COUNT)
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
-    steps.append(
-        f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) "
-        f"FROM main.{overlay_table(n)} WHERE (SELECT log FROM {CTX}) = 1 "
-        f"AND {WORLD} = {world} AND {keys.overlay_match(keys.new())}"
-    )
+    if log:
+        o = f"main.{overlay_table(n)}"
+        steps.append(_log_keys(t, o, f"{WORLD} = {world} AND {keys.overlay_match(new)}"))
     return _trigger(t, n, "ii", "INSERT", steps, kv)
 
 
 def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
-    keys = _Keys(t, kv)
     values = {c.name: f"NEW.{quote_ident(c.name)}" for c in t.writable}
     steps: list[str] = []
+    new_key = CTX_KEY
     if t.key_kind == "int":
         pk = t.pk[0]
         null_msg = quote_literal("datatype mismatch")
         steps.append(f"SELECT RAISE(ABORT, {null_msg}) WHERE NEW.{quote_ident(pk)} IS NULL")
-        steps += _allocate(t, n, values[pk])  # a key moved up moves the shared counter too
-        values[pk] = CTX_KEY
+        new_key = _checked_int(values[pk])
+        table, col, row = _counter(t, n)  # a key moved up moves the shared counter too
+        steps.append(f"UPDATE {table} SET {col} = {new_key} WHERE {row} AND {col} < {new_key}")
+        values[pk] = new_key
     elif t.key_kind == "rowid":
         steps.append(
             f"UPDATE {CTX} SET k = OLD.{quote_ident(ROWID_COL)}" if kv else _find_rowid(t, n)
         )
+    keys = _Keys(t, kv, new_key)
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
     view = _lookup_view(t, n)
     old, new = keys.old(), keys.new()
@@ -340,23 +392,25 @@ def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
             _unique_msg(t, cols),
         )
     # OR REPLACE: rows the changed one now collides with are deleted (one indexed probe each)
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
     collide = [f"{keys.view_match(new)} AND {moved}"] if t.key_kind != "rowid" else []
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         collide.append(f"{match} AND {not_self}")
     for cond in collide:
-        steps.append(_tombstone_select(t, n, world, view, f"{MODE} = 2 AND {cond}"))
-    o = f"main.{overlay_table(n)}"
-    if t.key_kind != "rowid":
         steps.append(
-            f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)} AND {moved}"
+            _tombstone(
+                t,
+                n,
+                world,
+                f"SELECT {world}, {CLOCK}, 1, {kcols} FROM {view} WHERE {MODE} = 2 AND {cond}",
+            )
         )
-        kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    if t.key_kind != "rowid":  # the key moved: its old key is deleted
         steps.append(
-            f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
-            f"SELECT {world}, {CLOCK}, 1, {', '.join(old)} WHERE {moved}"
+            _tombstone(t, n, world, f"SELECT {world}, {CLOCK}, 1, {', '.join(old)} WHERE {moved}")
         )
-    steps += _write_row(t, n, world, keys, values)
+    steps.append(_write_row(t, n, world, keys, values))
     steps.append(COUNT)
     return _trigger(t, n, "iu", "UPDATE", steps, kv)
 
@@ -367,12 +421,8 @@ def delete_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     if t.key_kind == "rowid" and not kv:
         steps.append(_find_rowid(t, n))
     old = keys.old()
-    o = f"main.{overlay_table(n)}"
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
     steps += [
-        f"DELETE FROM {o} WHERE {WORLD} = {world} AND {keys.overlay_match(old)}",
-        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
-        f"VALUES ({world}, {CLOCK}, 1, {', '.join(old)})",
+        _tombstone(t, n, world, f"SELECT {world}, {CLOCK}, 1, {', '.join(old)} WHERE 1"),
         COUNT,
     ]
     return _trigger(t, n, "id", "DELETE", steps, kv)

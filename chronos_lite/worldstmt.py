@@ -52,21 +52,16 @@ def adapt_insert(
     n, t = db.table(name)
     conn = session.conn
     upsert = _parse_upsert(t, body[clause_at:], alias, binds) if clause_at is not None else None
-    swap = upsert is not None and (upsert.target or upsert.assignments is not None)
-    if upsert is not None and not swap:
-        conn.execute(f"UPDATE {CTX} SET mode = ?", (MODES["ignore"],))
-    if swap:
-        _set_insert_trigger(conn, t, n, session.world.id, upsert)
-    conn.execute(
-        f"DELETE FROM temp._chronos_inserted; UPDATE {CTX} SET log = ?",
-        (int(returning is not None),),
-    )
+    if upsert is not None and not upsert.target and upsert.assignments is None:
+        conn.execute(f"UPDATE {CTX} SET mode = ?", (MODES["ignore"],))  # plain DO NOTHING
+        upsert = None
+    world = session.world.id
+    conn.execute("DELETE FROM temp._chronos_inserted")
+    _set_insert_trigger(conn, t, n, world, upsert, returning is not None)
     try:
         execute(conn, head, binds)
     finally:
-        conn.execute(f"UPDATE {CTX} SET log = 0")
-        if swap:
-            _set_insert_trigger(conn, t, n, session.world.id, None)
+        _set_insert_trigger(conn, t, n, world, None, False)
     changed = conn.execute(f"select n from {CTX}").fetchone()[0]
     if returning is None:
         return Inserted([], [], changed)
@@ -86,10 +81,11 @@ def _returning_query(t: TableInfo, n: int, exprs: str, alias: str | None) -> str
 
 
 def _set_insert_trigger(
-    conn: apsw.Connection, t: TableInfo, n: int, world: int, upsert: Upsert | None
+    conn: apsw.Connection, t: TableInfo, n: int, world: int, upsert: Upsert | None, log: bool
 ) -> None:
+    """Put the table's INSERT trigger for one statement in place (or the ordinary one back)."""
     conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(n, 'ii')}")
-    conn.execute(insert_trigger(t, n, world, upsert=upsert))
+    conn.execute(insert_trigger(t, n, world, upsert=upsert, log=log))
 
 
 def insert_target(head: str) -> tuple[str, str | None]:
