@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -88,6 +89,11 @@ WORLD_FROM = "_chronos_worlds AS w LEFT JOIN _chronos_worlds AS p ON p.id = w.pa
 
 def _connect(path: Path, synchronous: str) -> apsw.Connection:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    # Keep the WAL file when our last connection closes: an app in this same process may have
+    # the file open through another copy of SQLite (the stdlib's), which SQLite can't see, and
+    # deleting the WAL under it would lose its later writes.
+    persist = ctypes.c_int(1)
+    conn.file_control("main", apsw.SQLITE_FCNTL_PERSIST_WAL, ctypes.addressof(persist))
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
     return conn
@@ -208,6 +214,10 @@ class Database:
     def world(self, name: str, conn: apsw.Connection | None = None) -> World:
         """The open world of that name (raises a clear error if there is none)."""
         conn = conn or self._main.conn
+        if name == "main":
+            raise ChronosError(
+                "main is the database itself, not a world: give the name of a branch you forked"
+            )
         row = conn.execute(
             f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.name = ? and w.state = 'open'",
             (name,),
@@ -229,8 +239,8 @@ class Database:
             return None
         if "@" in branch:
             raise ChronosError(
-                f"'{branch}': reading a branch as it was (name@when) needs row history, which "
-                f"this version of chronos does not keep yet; give a branch name",
+                f"'{branch}': reading a branch as it was at a moment (name@when) isn't "
+                f"supported by this version; give a branch name (main or a world)",
                 BAD_ARGUMENT,
             )
         return self.world(branch)
@@ -330,7 +340,7 @@ class Database:
                 names = ", ".join(w.name for w in below)
                 raise ChronosError(
                     f"branch '{name}' has branches forked from it ({names}): discard those "
-                    f"first, or pass cascade=true to discard them too",
+                    f"first, or pass cascade=true (--cascade) to discard them too",
                     IN_USE,
                 )
             gone = [*reversed(below), world]

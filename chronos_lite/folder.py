@@ -25,7 +25,10 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
         if not source.is_file():
             raise ChronosError(f"--from {source}: no such file", NOT_FOUND)
         _check_sqlite(source)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ChronosError(f"could not create the folder {folder}: {exc.strerror}") from None
     tmp = folder / (DB_FILE + ".init")
     try:
         conn = apsw.Connection(str(tmp))
@@ -46,9 +49,9 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
         conn.execute("COMMIT")
         conn.close()
         os.replace(tmp, path)
-    except apsw.Error as exc:
+    except (apsw.Error, OSError) as exc:
         _remove(tmp)
-        raise ChronosError(f"could not create the database in {folder}: {exc}") from exc
+        raise ChronosError(f"could not create the database in {folder}: {exc}") from None
     finally:
         for suffix in ("-wal", "-shm", "-journal"):
             _remove(Path(str(tmp) + suffix))

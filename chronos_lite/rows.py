@@ -44,8 +44,8 @@ def parse_id(t: TableInfo, text: str) -> list[Any]:
     if len(values) != len(t.pk):
         raise ChronosError(
             f"table {t.name} has a composite key ({', '.join(t.pk)}): spell its id as "
-            f"{len(t.pk)} values joined by commas, e.g. '{','.join('v' * 1 for _ in t.pk)}', "
-            f"or as a JSON array"
+            f"its {len(t.pk)} values joined by commas, "
+            f"'{','.join('<' + c + '>' for c in t.pk)}', or as a JSON array"
         )
     return values
 

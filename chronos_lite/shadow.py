@@ -363,8 +363,15 @@ def _add_or_rename_columns(
     merged = list(known)
     for c in t.columns:
         if c.name not in merged:
+            # With main's default, rows written before the column existed read as main's do.
+            default = f" DEFAULT {c.default}" if c.default is not None else ""
             for tbl in (history_table(n), overlay_table(n)):
-                conn.execute(f"alter table {tbl} add column {quote_ident(c.name)} {c.decltype}")
+                try:
+                    conn.execute(
+                        f"alter table {tbl} add column {quote_ident(c.name)} {c.decltype}{default}"
+                    )
+                except apsw.SQLError:  # a default ADD COLUMN refuses (not a constant)
+                    conn.execute(f"alter table {tbl} add column {quote_ident(c.name)} {c.decltype}")
             merged.append(c.name)
     return merged
 

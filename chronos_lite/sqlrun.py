@@ -34,7 +34,6 @@ class SqlOutcome:
     branch: str
     results: list[StatementResult]
     rolled_back_open: bool = False
-    changed: int = 0
 
 
 def bindings(params: list[Any] | None) -> dict[str, Any]:
@@ -220,6 +219,9 @@ def _explain(
         message, code = exc.message, exc.code
     elif isinstance(exc, KeyError):
         message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
+        code = errors.BAD_ARGUMENT
+    elif isinstance(exc, apsw.BindingsError):
+        message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
         code = errors.BAD_ARGUMENT
     else:
         described = errors.from_sqlite(exc)

@@ -44,7 +44,7 @@ def test_init_from_existing_sqlite_file(tmp_path):
     plain.close()
     copy = tmp_path / "copy"
     out = run_cli("init", copy, "--from", source).stdout
-    assert "1 tables: items" in out
+    assert "(1 table: items)" in out
     assert "(2 rows)" in run_cli(copy, "sql", "select * from items").stdout
     run_cli(copy, "fork", "w")
     run_cli(copy, "sql", "-b", "w", "delete from items")
@@ -81,7 +81,7 @@ def test_errors_are_one_line_nonzero_and_change_nothing(tmp_path, shop):
         (("get", "nope", "1"), "no table 'nope'; tables: users"),
         (("sql", "select * from users", "-b", "ghost"), "no branch 'ghost'; branches: main"),
         (("frobnicate",), "unknown operation 'frobnicate'"),
-        (("discard", "main"), "no branch 'main'"),
+        (("discard", "main"), "main is the database itself, not a world"),
         (("fork", "main"), "'main' is taken"),
         (("fork", "x", "--meta", "[1]"), "'meta' must be a JSON object"),
         (
@@ -119,3 +119,36 @@ def test_sql_from_stdin_and_params(tmp_path, shop):
         folder, "sql", "-", "--params", '["Ada"]', stdin="select id from users where name = $1"
     )
     assert "(1 row)" in out.stdout
+
+
+def test_stdlib_sqlite3_in_the_same_process_keeps_its_writes(tmp_path):
+    import chronos_lite
+
+    folder = tmp_path / "mix"
+    db = chronos_lite.init(folder)
+    db.sql("create table t(id integer primary key, v text)")
+    db.close()
+    plain = sqlite3.connect(folder / "chronos.db")
+    plain.execute("insert into t(v) values ('first')")
+    plain.commit()
+    db = chronos_lite.open(folder)
+    db.sql("insert into t(v) values ('via chronos')")
+    db.close()  # our last connection closing must not delete the WAL under the stdlib's
+    plain.execute("insert into t(v) values ('second')")
+    plain.commit()
+    plain.close()
+    out = run_cli(folder, "sql", "select v from t order by id").stdout
+    assert "first" in out and "via chronos" in out and "second" in out
+
+
+def test_user_errors_never_show_internals(tmp_path, shop):
+    folder = shop.folder
+    shop.close()
+    for args, message in [
+        (("sql", "select $1"), "give their values in 'params'"),
+        (("get", "users", "1", "-b", "main@yesterday"), "isn't supported by this version"),
+    ]:
+        proc = run_cli(folder, *args, check=False)
+        assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+    proc = run_cli("init", "/proc/nope/x", check=False)
+    assert proc.returncode == 1 and "could not create" in proc.stderr, proc.stderr

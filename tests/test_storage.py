@@ -216,3 +216,17 @@ def test_upsert_on_a_world_behaves_as_on_main(db):
     # the world's ordinary INSERT is back after a failed upsert
     with pytest.raises(ChronosError, match="UNIQUE constraint failed: kv.k"):
         db.sql("insert into kv(k, v) values ('a', 1)", branch="w")
+
+
+def test_a_column_added_on_main_reads_its_default_in_changed_rows_too(db):
+    db.sql("create table t(id integer primary key, a text)")
+    db.sql("insert into t(a) values ('x'), ('y')")
+    db.fork("w")
+    db.sql("update t set a = 'changed' where id = 1", branch="w")
+    db.sql("update t set a = 'main' where id = 2")
+    app = sqlite3.connect(db.path)
+    app.execute("alter table t add column tier text default 'free'")
+    app.commit()
+    app.close()
+    rows = db.query("select id, a, tier from t order by id", branch="w")
+    assert rows == [{"id": 1, "a": "changed", "tier": "free"}, {"id": 2, "a": "y", "tier": "free"}]

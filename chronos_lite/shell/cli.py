@@ -173,7 +173,9 @@ def _init(argv: list[str]) -> int:
     db = chronos_lite.init(ns.folder, ns.source)
     tables = sorted(db.tables())
     db.close()
-    adopted = f" from {ns.source} ({len(tables)} tables: {', '.join(tables)})" if ns.source else ""
+    noun = "table" if len(tables) == 1 else "tables"
+    listing = f": {', '.join(tables)}" if tables else ""
+    adopted = f" from {ns.source} ({len(tables)} {noun}{listing})" if ns.source else ""
     print(f"created chronos database {ns.folder}{adopted}")
     return 0
 
