@@ -152,3 +152,31 @@ def test_user_errors_never_show_internals(tmp_path, shop):
         assert proc.returncode == 1 and message in proc.stderr, proc.stderr
     proc = run_cli("init", "/proc/nope/x", check=False)
     assert proc.returncode == 1 and "could not create" in proc.stderr, proc.stderr
+
+
+def test_worlds_counters_and_schema_through_the_cli(tmp_path):
+    db = tmp_path / "db"
+    run_cli("init", db)
+    run_cli(db, "sql", "create table t(id integer primary key, v text)")
+    run_cli(db, "sql", "insert into t(v) values ('main')")
+    run_cli(db, "fork", "a")
+    run_cli(db, "fork", "a1", "--from", "a")
+    run_cli(db, "sql", "-b", "a", "insert into t(v) values ('a')")
+    run_cli(db, "sql", "-b", "a1", "insert into t(v) values ('a1')")
+    app = sqlite3.connect(db / "chronos.db")
+    app.execute("insert into t(v) values ('app')")
+    app.execute("create table notes(body text)")
+    app.commit()
+    app.close()
+    ids = {}
+    for branch in ("main", "a", "a1"):
+        data = json.loads(run_cli(db, "sql", "-b", branch, "select id, v from t", "--json").stdout)
+        for row_id, v in data["results"][0]["rows"]:
+            ids.setdefault(row_id, set()).add(v)
+    assert len(ids) == 4 and all(len(v) == 1 for v in ids.values()), ids
+    run_cli(db, "sql", "-b", "a1", "insert into notes values ('seen in a world')")
+    assert "(0 rows)" in run_cli(db, "sql", "select * from notes").stdout
+    proc = run_cli(db, "discard", "a", check=False)
+    assert proc.returncode == 1 and "(a1)" in proc.stderr
+    out = run_cli(db, "discard", "a", "--cascade").stdout
+    assert out.startswith("discarded branches a1 (world id w") and ", a (world id w" in out
