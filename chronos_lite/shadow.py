@@ -316,7 +316,8 @@ def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
             conn.execute("pragma writable_schema = off")
     q = quote_ident(t.name)
     conn.execute(
-        f"insert into sqlite_sequence(name, seq) select ?, coalesce(max(rowid), 0) from {q} "
+        f"insert into sqlite_sequence(name, seq) select ?, "
+        f"(select coalesce(max(rowid), 0) from {q}) "
         "where not exists (select 1 from sqlite_sequence where name = ?)",
         (t.name, t.name),
     )

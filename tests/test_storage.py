@@ -230,3 +230,12 @@ def test_a_column_added_on_main_reads_its_default_in_changed_rows_too(db):
     app.close()
     rows = db.query("select id, a, tier from t order by id", branch="w")
     assert rows == [{"id": 1, "a": "changed", "tier": "free"}, {"id": 2, "a": "y", "tier": "free"}]
+
+
+def test_schema_syncs_keep_one_counter_per_table(db):
+    db.sql("create table t(id integer primary key, v text)")
+    db.sql("insert into t(v) values ('a')")
+    db.sql("create table u(x int)")
+    db.sql("create view vv as select 1")
+    rows = db.query("select name, seq from sqlite_sequence where name = 't'")
+    assert rows == [{"name": "t", "seq": 1}]
