@@ -167,16 +167,12 @@ class Database:
             self._tables = self._read_tables(conn)
         else:
             with self.write(conn):
-                self._tables = shadow.sync(conn)
-                self._mark_synced(conn)
+                self._sync(conn)
         self._schema_version = conn.execute("pragma main.schema_version").fetchone()[0]
 
-    @staticmethod
-    def _mark_synced(conn: apsw.Connection) -> None:
-        conn.execute(
-            "insert or replace into _chronos_meta values ('synced_schema', "
-            "(select schema_version from pragma_schema_version))"
-        )
+    def _sync(self, conn: apsw.Connection) -> None:
+        """Shadow objects in line with main's schema (in the caller's write transaction)."""
+        self._tables = shadow.sync(conn)
 
     @staticmethod
     def _read_tables(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
@@ -188,11 +184,9 @@ class Database:
         so the new or changed table is versioned from its first row."""
         if conn.get_autocommit():
             with self.write(conn):
-                self._tables = shadow.sync(conn)
-                self._mark_synced(conn)
+                self._sync(conn)
         else:
-            self._tables = shadow.sync(conn)
-            self._mark_synced(conn)
+            self._sync(conn)
         self._schema_version = None
 
     def table(self, name: str) -> tuple[int, TableInfo]:

@@ -42,10 +42,6 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
         conn.execute("BEGIN IMMEDIATE")
         shadow.install_base(conn)
         shadow.sync(conn)
-        conn.execute(
-            "insert or replace into _chronos_meta values ('synced_schema', "
-            "(select schema_version from pragma_schema_version))"
-        )
         conn.execute("COMMIT")
         conn.close()
         os.replace(tmp, path)

@@ -415,6 +415,11 @@ def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
             conn.execute("insert or ignore into _chronos_counters values (?, 0)", (n,))
         _install_triggers(conn, t, n)
         out[name] = (n, t)
+    # Other processes compare this with the file's schema version to know there is no more to do.
+    conn.execute(
+        "insert or replace into _chronos_meta values ('synced_schema', "
+        "(select schema_version from pragma_schema_version))"
+    )
     return out
 
 
