@@ -1,0 +1,40 @@
+"""The benchmark and the example are scripts people run: they must keep working (no timings)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_benchmark_quick_run_completes(tmp_path):
+    out = tmp_path / "figures.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_worlds.py"),
+            "--quick",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "targets missed" in proc.stdout
+    assert out.read_text().startswith(("{", "["))
+
+
+def test_quickstart_example_runs(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py"), str(tmp_path / "shop")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Ada L." in proc.stdout and "discarded branch task-1" in proc.stdout
