@@ -45,4 +45,9 @@ def from_sqlite(exc: Exception) -> ChronosError:
     """An SQLite error as a ChronosError carrying the SQLSTATE that fits it."""
     message = str(exc)
     code = next((c for p, c in _SQLITE_CODES.items() if message.startswith(p)), SQL_ERROR)
+    if message.startswith("NOT NULL constraint failed: _chronos_o_"):
+        message = (
+            "a world can't change or delete a row whose primary key is NULL (SQLite "
+            "allows one in a non-INTEGER key); change that row on main"
+        )
     return ChronosError(message, code)

@@ -168,7 +168,12 @@ def _allocate(t: TableInfo, n: int, given: str | None) -> tuple[str, str]:
             f"ELSE max({col}, {chk}) END WHERE {row}"
         )
     else:
-        top = f"coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0)"
+        # Past main's largest rowid, and past every rowid in history: a world still sees rows
+        # main deleted after its fork.
+        top = (
+            f"max(coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0), "
+            f"coalesce((SELECT max({quote_ident(ROWID_COL)}) FROM main.{history_table(n)}), 0))"
+        )
         step = (
             f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN max({col}, {top}) + 1 "
             f"ELSE max({col}, {chk}) END WHERE {row}"
@@ -246,6 +251,8 @@ def _not_null(t: TableInfo, values: dict[str, str], skip: set[str]) -> list[str]
             c.notnull or (c.name in t.pk and t.key_kind in ("single", "composite"))
         ) and c.name not in skip:
             msg = f"NOT NULL constraint failed: {t.name}.{c.name}"
+            if c.name in t.pk and not c.notnull:  # SQLite's legacy NULL keys stay in main
+                msg += " (a world can't hold a row whose primary key is NULL; change it on main)"
             out.append(f"SELECT RAISE(ABORT, {quote_literal(msg)}) WHERE {values[c.name]} IS NULL")
     return out
 
