@@ -90,6 +90,24 @@ def _seeded(folder: Path) -> chronos_lite.Chronos:
     return db
 
 
+def _reports(procs: dict[str, subprocess.Popen]) -> dict[str, dict]:
+    """Each writer's closing report; every writer must have exited 0 without a word on stderr."""
+    reports = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{err}"
+        assert err == "", f"{name} wrote to stderr:\n{err}"
+        reports[name] = json.loads(out.strip().splitlines()[-1])
+    return reports
+
+
+def _stop(procs: dict[str, subprocess.Popen]) -> None:
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _start(args: list[str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -120,17 +138,9 @@ def test_two_worlds_and_main_written_by_three_processes_at_once(tmp_path: Path) 
             line = proc.stdout.readline()
             assert line.strip() == "ready", f"{name}: {line!r} {proc.stderr.read()}"
         gate.touch()
-        reports = {}
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{err}"
-            assert err == "", f"{name} wrote to stderr:\n{err}"
-            reports[name] = json.loads(out.strip().splitlines()[-1])
+        reports = _reports(procs)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        _stop(procs)
 
     # the writers really ran at the same time
     assert max(r["start"] for r in reports.values()) < min(r["end"] for r in reports.values())
@@ -198,17 +208,9 @@ def test_worlds_keep_writing_while_another_process_forks_discards_and_changes_sc
             app.close()
             db.close()
         ended = time.time()
-        reports = {}
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{err}"
-            assert err == "", f"{name} wrote to stderr:\n{err}"
-            reports[name] = json.loads(out.strip().splitlines()[-1])
+        reports = _reports(procs)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        _stop(procs)
     # this process's changes came while both worlds were being written
     assert max(r["start"] for r in reports.values()) < ended
     assert started < min(r["end"] for r in reports.values())
