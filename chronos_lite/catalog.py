@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .sqltext import quote_ident
+from .sqltext import comma_parts, matching_paren, name_tokens, quote_ident
 
 PREFIX = "_chronos_"
 ROWID_COL = "_chronos_rowid"
@@ -23,6 +23,7 @@ class Column:
     notnull: bool
     default: str | None
     generated: bool
+    expression: str | None = None  # a generated column's expression
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,21 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         if pkpos:
             pk.append((pkpos, cname))
     pk_names = tuple(c for _, c in sorted(pk))
+    sql = conn.execute(
+        "select sql from main.sqlite_schema where type = 'table' and name = ?", (name,)
+    ).fetchone()[0]
+    if any(c.generated for c in cols):
+        expressions = generated_expressions(sql)
+        cols = [
+            Column(c.name, c.decltype, c.notnull, c.default, True, expressions.get(c.name))
+            if c.generated
+            else c
+            for c in cols
+        ]
     row = conn.execute(
         "select wr from pragma_table_list where schema = 'main' and name = ?", (name,)
     ).fetchone()
     without_rowid = bool(row and row[0])
-    sql = conn.execute(
-        "select sql from main.sqlite_schema where type = 'table' and name = ?", (name,)
-    ).fetchone()[0]
     if not pk_names:
         kind = "rowid"
     elif len(pk_names) > 1:
@@ -125,3 +134,23 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         autoincrement=autoinc,
         sql=sql,
     )
+
+
+def generated_expressions(create_sql: str) -> dict[str, str]:
+    """Generated columns' expressions, from the table's CREATE TABLE text:
+    ``name type GENERATED ALWAYS AS (expr)`` or ``name AS (expr)``."""
+    open_at = create_sql.find("(")
+    body = create_sql[open_at + 1 : create_sql.rfind(")")]
+    out: dict[str, str] = {}
+    for start, end in comma_parts(body):
+        part = body[start:end]
+        tokens = name_tokens(part)
+        upper = [w.upper() for w, _, _ in tokens]
+        if not tokens or "AS" not in upper:
+            continue
+        after_as = tokens[upper.index("AS")][2]
+        paren = part.find("(", after_as)
+        close = matching_paren(part, paren) if paren >= 0 else None
+        if close is not None and not part[after_as:paren].strip():
+            out[tokens[0][0]] = part[paren + 1 : close].strip()
+    return out

@@ -91,8 +91,12 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
         f"AND NOT EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} "
         f"AND {_same_key(t, 'o', 'h')})"
     )
+    own_cols = ", ".join(
+        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
+        for c in t.columns
+    )  # a generated column is computed from the world's own values
     own = (
-        f"SELECT {_cols(t)}{', ' + quote_ident(ROWID_COL) if with_rowid else ''} "
+        f"SELECT {own_cols}{', ' + quote_ident(ROWID_COL) if with_rowid else ''} "
         f"FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
     )
     return f"{live} UNION ALL {past} UNION ALL {own}"

@@ -195,21 +195,27 @@ UPSERTS = [
 
 
 def test_upsert_on_a_world_behaves_as_on_main(db):
-    db.sql("create table kv(k text primary key, v int not null, hits int default 0, "
-           "tag text unique)")
+    db.sql(
+        "create table kv(k text primary key, v int not null, hits int default 0, tag text unique)"
+    )
     db.sql("insert into kv(k, v) values ('a', 1)")
     db.fork("w")
     for stmt in UPSERTS:
         on_main = db.sql(stmt, 100).results[0]
         on_world = db.sql(stmt, 100, branch="w").results[0]
         assert (on_world.columns, on_world.rows, on_world.tag) == (
-            on_main.columns, on_main.rows, on_main.tag), stmt
+            on_main.columns,
+            on_main.rows,
+            on_main.tag,
+        ), stmt
     everything = "select * from kv order by k"
     assert db.query(everything, branch="w") == db.query(everything)
     for bad, message in [
         ("insert into kv(k, v) values ('a', 1) on conflict(v) do nothing", "does not match any"),
-        ("insert into kv(k, v) values ('z', null) on conflict(k) do update set v = 1",
-         "NOT NULL constraint failed: kv.v"),
+        (
+            "insert into kv(k, v) values ('z', null) on conflict(k) do update set v = 1",
+            "NOT NULL constraint failed: kv.v",
+        ),
     ]:
         with pytest.raises(ChronosError, match=message):
             db.sql(bad, branch="w")
@@ -239,3 +245,17 @@ def test_schema_syncs_keep_one_counter_per_table(db):
     db.sql("create view vv as select 1")
     rows = db.query("select name, seq from sqlite_sequence where name = 't'")
     assert rows == [{"name": "t", "seq": 1}]
+
+
+def test_generated_columns_are_computed_in_world_rows(db):
+    db.sql(
+        "create table t(id integer primary key, a int, "
+        "b int generated always as (a * 2) virtual, c text as ('x' || a) stored)"
+    )
+    db.sql("insert into t(a) values (1)")
+    db.fork("w")
+    db.sql("insert into t(a) values (5)", branch="w")
+    db.sql("update t set a = 3 where id = 1", branch="w")
+    rows = db.query("select * from t order by id", branch="w")
+    assert rows == [{"id": 1, "a": 3, "b": 6, "c": "x3"}, {"id": 2, "a": 5, "b": 10, "c": "x5"}]
+    assert db.query("select * from t") == [{"id": 1, "a": 1, "b": 2, "c": "x1"}]
