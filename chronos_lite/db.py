@@ -283,7 +283,7 @@ class Database:
                     IN_USE,
                 )
             parent = self.resolve(source) if source not in (None, "main") else None
-            clock = self.clock(conn)
+            clock = self.tick(conn)  # writes stamped before the fork are not the new world's
             base = json.dumps(parent.base if parent else self._horizons(conn, tables))
             conn.execute(
                 "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, "
@@ -302,7 +302,10 @@ class Database:
             new_id = conn.last_insert_rowid()
             if parent:
                 for n, _t in tables.values():
+                    # The world's working copy, and a frozen one (world -id): the parent as the
+                    # world saw it at the fork, the base of its diff and merge.
                     conn.execute(self._copy_overlay_sql(n), (new_id, parent.id))
+                    conn.execute(self._copy_overlay_sql(n), (-new_id, parent.id))
         return self.world(name)
 
     @staticmethod
@@ -346,12 +349,16 @@ class Database:
                 session.conn.close()
         return gone
 
-    def _drop_world_rows(self, conn: apsw.Connection, world_id: int) -> None:
+    def _drop_world_rows(
+        self, conn: apsw.Connection, world_id: int, state: str = "discarded"
+    ) -> None:
         for (n,) in conn.execute("select id from _chronos_tables").fetchall():
-            conn.execute(f"delete from {overlay_table(n)} where {WORLD} = ?", (world_id,))
+            conn.execute(
+                f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)
+            )
         conn.execute(
-            "update _chronos_worlds set state = 'discarded', ended = ? where id = ?",
-            (time.time(), world_id),
+            "update _chronos_worlds set state = ?, ended = ? where id = ?",
+            (state, time.time(), world_id),
         )
 
     def set_meta(self, name: str, changes: dict) -> World:

@@ -1,0 +1,1 @@
+"""Diff, merge and merge preview: a world's changes against its parent, row by row."""

@@ -1,0 +1,418 @@
+"""Merge: apply a world's changes to its parent, all or nothing.
+
+The three-way rule, per row the world changed: the parent didn't change it since the fork →
+the world's version is applied; the parent changed it too (even to the same value) → a
+conflict, and nothing merges unless it is settled (``resolve``, ``by_columns``, ``rows``). A
+unique or foreign-key violation that only the combination causes is refused with its SQLSTATE
+(23505, 23503). The whole merge is one transaction on the parent. A plain merge finishes the
+world; merging part of it (``only_tables``, ``only_keys``) leaves it open with the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from .. import errors
+from ..db import Database, Session, World
+from ..errors import ChronosError
+from ..rows import parse_id
+from ..shadow import DEAD, SEQ, WORLD, history_table, overlay_table
+from ..sqltext import quote_ident
+from ..worldsql import CTX, MODES, key_view
+from .changes import Change, world_changes
+from .diff import ORDER, row_text
+
+HINT = (
+    "settle them with resolve (ours or theirs), by_columns (only a column both sides "
+    'changed conflicts), rows ({"table/id": "ours" | "theirs" | "delete" | {row}}), '
+    "or look first with merge_preview"
+)
+
+
+@dataclass
+class Outcome:
+    change: Change
+    outcome: str  # apply, conflict, theirs, combined, by hand
+    detail: str
+    result: dict[str, Any] | None = None  # the row the parent gets (None: deleted)
+    write: bool = True
+
+    @property
+    def deletes(self) -> bool:
+        return self.outcome != "conflict" and self.write and self.result is None
+
+
+@dataclass
+class Plan:
+    world: World
+    parent: Session
+    outcomes: list[Outcome] = field(default_factory=list)
+    partial: bool = False
+    other: bool = False  # into a branch that is not the world's parent
+
+    @property
+    def parent_name(self) -> str:
+        return self.parent.branch
+
+    @property
+    def conflicts(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.outcome == "conflict"]
+
+    @property
+    def writes(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.outcome != "conflict" and o.write]
+
+
+@dataclass
+class Options:
+    resolve: str = "fail"
+    by_columns: bool = False
+    rows: dict[str, Any] = field(default_factory=dict)
+    only_tables: list[str] | None = None
+    only_keys: list[str] | None = None
+    into: str | None = None
+
+    @property
+    def partial(self) -> bool:
+        """The world stays open: part of it merges, or it goes to a branch by name."""
+        return self.only_tables is not None or self.only_keys is not None or self.into is not None
+
+
+def _settle(c: Change, opts: Options, by_hand: Any) -> Outcome:
+    if not c.parent_changed and by_hand is None:
+        return Outcome(c, "apply", f"{c.kind}: the parent didn't change this row", c.ours)
+    if by_hand is not None:
+        return _by_hand(c, by_hand)
+    if opts.resolve == "ours":
+        return Outcome(c, "apply", "both changed it; resolve=ours keeps this branch's", c.ours)
+    if opts.resolve == "theirs":
+        return Outcome(
+            c, "theirs", "both changed it; resolve=theirs keeps the parent's", c.theirs, write=False
+        )
+    if opts.by_columns and c.base is not None and c.ours is not None and c.theirs is not None:
+        both = sorted(set(c.fields) & set(c.parent_fields))
+        if not both:
+            combined = dict(c.theirs)
+            combined.update({f: c.ours[f] for f in c.fields})
+            return Outcome(c, "combined", "both changed it, in different columns", combined)
+        return Outcome(c, "conflict", f"both changed {', '.join(both)}")
+    return Outcome(c, "conflict", _why(c))
+
+
+def _why(c: Change) -> str:
+    if c.theirs is None:
+        return "the parent deleted this row since the fork"
+    if c.base is None:
+        return "the parent inserted a row with this key since the fork"
+    same = " (to the same value)" if c.ours == c.theirs else ""
+    return f"the parent changed this row since the fork{same}"
+
+
+def _by_hand(c: Change, choice: Any) -> Outcome:
+    if choice == "ours":
+        return Outcome(c, "apply", "rows: ours", c.ours)
+    if choice == "theirs":
+        return Outcome(c, "theirs", "rows: theirs", c.theirs, write=False)
+    if choice == "delete":
+        return Outcome(c, "by hand", "rows: delete", None)
+    if isinstance(choice, dict):
+        unknown = [k for k in choice if k not in c.t.column_names]
+        if unknown:
+            raise ChronosError(
+                f'rows["{c.table}/{c.id}"] names no column {unknown[0]!r} of '
+                f"{c.table}; its columns: {', '.join(c.t.column_names)}"
+            )
+        row = dict(c.theirs or c.ours or c.base or {})
+        row.update(choice)
+        return Outcome(c, "by hand", "rows: a row given by hand", row)
+    raise ChronosError(
+        f'rows["{c.table}/{c.id}"] must be "ours", "theirs", "delete" '
+        f"or a row object, not {choice!r}"
+    )
+
+
+def target_of(db: Database, world: World, opts: Options) -> tuple[Session, bool]:
+    """The branch a merge writes (a session on it), and whether it is not the world's parent."""
+    parent = world.parent if world.parent_id is not None else "main"
+    into = opts.into or parent
+    if into == world.name:
+        raise ChronosError(f"'into' names {world.name} itself: give its parent or another branch")
+    below = {w.name for w in db.children(world)}
+    if into in below:
+        raise ChronosError(
+            f"'into' names {into}, forked from {world.name}: merge it the other "
+            f"way (merge {into} into {world.name})"
+        )
+    return db.session(into), into != parent
+
+
+def position(db: Database, session: Session) -> int:
+    """Where a branch stands, as one number that moves on with every write to it: a world's
+    version, or for main the sum of its tables' history positions."""
+    if session.world is not None:
+        return db.world(session.world.name).version
+    conn = session.conn
+    return sum(
+        conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}").fetchone()[0]
+        for n, _t in db.tables().values()
+    )
+
+
+def plan(db: Database, name: str, opts: Options) -> Plan:
+    world = db.world(name)
+    parent, other = target_of(db, world, opts)
+    tables = _only_tables(db, opts.only_tables)
+    keys = _only_keys(db, opts.only_keys)
+    rows = _rows_by_key(db, opts.rows)
+    if keys is not None:
+        tables = {t for t, _ in keys} if tables is None else tables & {t for t, _ in keys}
+    p = Plan(world, parent, partial=opts.partial, other=other)
+    for c in world_changes(db, world, parent, tables, other):
+        if keys is not None and (c.table, c.key) not in keys:
+            continue
+        p.outcomes.append(_settle(c, opts, rows.get((c.table, c.key))))
+    p.outcomes.sort(key=lambda o: (ORDER[o.change.kind], o.change.table, o.change.key))
+    return p
+
+
+def _only_tables(db: Database, names: list[str] | None) -> set[str] | None:
+    if names is None:
+        return None
+    return {db.table(name)[1].name for name in names}
+
+
+def _split_key(db: Database, spelled: str, what: str) -> tuple[str, tuple]:
+    table, sep, ident = spelled.partition("/")
+    if not sep or not ident:
+        raise ChronosError(f"{what} '{spelled}' must be spelled table/id, e.g. users/7")
+    _, t = db.table(table)
+    return t.name, tuple(parse_id(t, ident))
+
+
+def _only_keys(db: Database, spelled: list[str] | None) -> set[tuple] | None:
+    if spelled is None:
+        return None
+    return {_split_key(db, s, "only_keys entry") for s in spelled}
+
+
+def _rows_by_key(db: Database, rows: dict[str, Any]) -> dict[tuple, Any]:
+    return {_split_key(db, k, "rows key"): v for k, v in (rows or {}).items()}
+
+
+def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
+    n = len(p.conflicts)
+    where = "into" if doing == "merging" else "onto"
+    lines = [
+        f"{doing} {p.world.name} {where} {p.parent_name}: {n} conflict"
+        f"{'s' if n != 1 else ''} (rows both changed since the fork), nothing was changed:"
+    ]
+    for o in p.conflicts:
+        c = o.change
+        lines.append(
+            f"! {c.table}/{c.id} ({o.detail}) base {row_text(c.base)} "
+            f"ours {row_text(c.ours)} theirs {row_text(c.theirs)}"
+        )
+    lines.append(HINT)
+    data = [
+        {
+            "table": o.change.table,
+            "id": o.change.id,
+            "detail": o.detail,
+            "base": o.change.base,
+            "ours": o.change.ours,
+            "theirs": o.change.theirs,
+        }
+        for o in p.conflicts
+    ]
+    return ChronosError("\n".join(lines), errors.CONFLICT, data)
+
+
+def merge(
+    db: Database,
+    name: str,
+    opts: Options,
+    version: int | None = None,
+    confirm_deletes: int | None = None,
+    target: int | None = None,
+) -> Plan:
+    """Merge a world into its parent (all of it, finishing it, or a part, leaving it open)."""
+    world = db.world(name)
+    if version is not None and version != world.version:
+        raise ChronosError(
+            f"{name} is at version {world.version}, not {version}: it changed since; look at "
+            f"its diff again, then merge with its version now",
+            errors.CONFLICT,
+        )
+    children = db.children(world)
+    if children and not opts.partial:
+        raise ChronosError(
+            f"{name} has branches forked from it ({', '.join(w.name for w in children)}): "
+            f"merge or discard those first",
+            errors.IN_USE,
+        )
+    session, _other = target_of(db, world, opts)
+    conn = session.conn
+    p = None
+    try:
+        with db.write(conn):
+            if target is not None and position(db, session) != target:
+                raise ChronosError(
+                    f"{session.branch} changed since the preview (it stood at {target}, now "
+                    f"{position(db, session)}): preview the merge again",
+                    errors.CONFLICT,
+                )
+            p = plan(db, name, opts)  # inside the write lock: nothing moves under it
+            if p.conflicts:
+                raise conflict_error(p)
+            deletes = sum(o.deletes for o in p.writes)
+            if confirm_deletes is not None and confirm_deletes != deletes:
+                raise ChronosError(
+                    f"confirm_deletes is {confirm_deletes}, but merging {name} deletes "
+                    f"{deletes} row{'s' if deletes != 1 else ''}; nothing was merged",
+                    errors.BAD_ARGUMENT,
+                )
+            _apply(db, p)
+            if p.partial and not p.other:
+                _remember_merged(db, p)
+            else:
+                db._drop_world_rows(conn, world.id, state="merged")
+            if p.parent.world is not None:
+                db.bump_version(conn, p.parent.world)
+            if p.partial and p.writes:
+                db.bump_version(conn, world)
+    except apsw.ConstraintError as exc:
+        raise _combination_error(name, p, exc) from None
+    return p
+
+
+def _apply(db: Database, p: Plan) -> None:
+    conn = p.parent.conn
+    if p.parent.world is None:
+        conn.execute("pragma defer_foreign_keys = on")  # checked once, on the merged result
+    else:
+        conn.execute(f"update {CTX} set mode = ?, n = 0, seq = ?", (MODES["abort"], db.tick(conn)))
+    for o in p.writes:
+        try:
+            _write(p.parent, o.change, o.result)
+        except apsw.ConstraintError as exc:
+            c = o.change
+            described = errors.from_sqlite(exc)
+            raise ChronosError(
+                f"merging {p.world.name} into {p.parent_name} would break a rule: "
+                f"{described.message} at {c.table}/{c.id} {row_text(o.result)}; both sides "
+                f"were valid alone, not together; nothing was merged",
+                described.code,
+                {"table": c.table, "id": c.id, "row": o.result},
+            ) from None
+    if p.parent.world is None:
+        _check_foreign_keys(conn, p)
+
+
+def _target(session: Session, c: Change) -> tuple[str, list[str]]:
+    """Where to write a change on the parent, and its key columns there."""
+    t = c.t
+    if session.world is None:
+        return f"main.{quote_ident(t.name)}", (
+            ["rowid"] if t.key_kind == "rowid" else [quote_ident(k) for k in t.pk]
+        )
+    if t.key_kind == "rowid":
+        return f"temp.{key_view(c.n)}", [quote_ident("_chronos_rowid")]
+    return f"temp.{quote_ident(t.name)}", [quote_ident(k) for k in t.pk]
+
+
+def _write(session: Session, c: Change, result: dict | None) -> None:
+    conn = session.conn
+    target, key_cols = _target(session, c)
+    where = " AND ".join(f"{k} = ?" for k in key_cols)
+    if result is None:
+        conn.execute(f"delete from {target} where {where}", c.key)
+        return
+    row = {k: v for k, v in result.items() if not _generated(c, k)}
+    exists = conn.execute(f"select 1 from {target} where {where}", c.key).fetchone()
+    if exists:
+        sets = ", ".join(f"{quote_ident(k)} = ?" for k in row)
+        conn.execute(f"update {target} set {sets} where {where}", [*row.values(), *c.key])
+        return
+    cols = [quote_ident(k) for k in row]
+    values = list(row.values())
+    if c.t.key_kind == "rowid":  # a hidden key: keep the world's
+        cols.append(key_cols[0])
+        values.append(c.key[0])
+    marks = ", ".join("?" for _ in cols)
+    conn.execute(f"insert into {target}({', '.join(cols)}) values ({marks})", values)
+
+
+def _generated(c: Change, name: str) -> bool:
+    return any(col.name == name and col.generated for col in c.t.columns)
+
+
+def _remember_merged(db: Database, p: Plan) -> None:
+    """After a partial merge the world stays open: what the parent now holds becomes the base
+    of the merged rows (frozen copy, world -id), stamped with the parent's position after the
+    merge, so the merge itself never reads as the parent changing them."""
+    conn = p.parent.conn
+    for o in p.outcomes:
+        c = o.change
+        if o.outcome == "conflict":
+            continue
+        stamp = (
+            conn.execute(
+                f"select coalesce(max({SEQ}), 0) from main.{history_table(c.n)}"
+            ).fetchone()[0]
+            if p.parent.world is None
+            else conn.execute(f"select seq from {CTX}").fetchone()[0]
+        )
+        merged = o.result if o.write else c.theirs
+        _put_entry(conn, c, -p.world.id, merged, stamp)
+        if merged == c.ours:  # nothing left to merge for this row
+            _put_entry(conn, c, p.world.id, c.ours, 0)
+
+
+def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, seq: int) -> None:
+    o = f"main.{overlay_table(c.n)}"
+    keys = [quote_ident(k) for k in c.t.key_cols]
+    cols = [quote_ident(k) for k in c.t.column_names if k not in c.t.key_cols]
+    values = [
+        None if row is None else row.get(k) for k in c.t.column_names if k not in c.t.key_cols
+    ]
+    conn.execute(
+        f"insert or replace into {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(keys + cols)}) "
+        f"values (?, ?, ?, {', '.join('?' for _ in keys + cols)})",
+        [world, seq, int(row is None), *c.key, *values],
+    )
+
+
+def _check_foreign_keys(conn: apsw.Connection, p: Plan) -> None:
+    if not conn.execute("pragma foreign_keys").fetchone()[0]:
+        return
+    declared = conn.execute(
+        "select 1 from sqlite_schema s, pragma_foreign_key_list(s.name) where s.type = 'table' "
+        "limit 1"
+    ).fetchone()
+    if not declared:
+        return
+    problems = conn.execute("pragma foreign_key_check").fetchall()
+    if problems:
+        shown = "; ".join(
+            f"{table} rowid {rowid} references {parent}"
+            for table, rowid, parent, _fk in problems[:10]
+        )
+        raise ChronosError(
+            f"merging {p.world.name} into {p.parent_name} would break a foreign key "
+            f"({shown}): both sides were valid alone, not together; nothing was merged",
+            errors.FOREIGN_KEY_VIOLATION,
+            [{"table": t, "rowid": r, "references": par} for t, r, par, _ in problems],
+        )
+
+
+def _combination_error(name: str, p: Plan | None, exc: apsw.ConstraintError) -> ChronosError:
+    described = errors.from_sqlite(exc)
+    into = p.parent_name if p else "its parent"
+    return ChronosError(
+        f"merging {name} into {into} would break a rule: {described.message}; both sides "
+        f"were valid alone, not together; nothing was merged",
+        described.code,
+    )

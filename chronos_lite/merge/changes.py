@@ -1,0 +1,202 @@
+"""What a world changed since its fork, with each row's three versions.
+
+For every row the world wrote since it was forked (its overlay entries newer than the fork):
+
+* base: the row when the world forked: the parent's copy frozen at the fork (a world forked
+  from a world), else main as it was at the fork (history, or the live row);
+* ours: the world's row now (None: the world deleted it);
+* theirs: the parent's row now; ``parent_changed`` says whether the parent wrote it since.
+
+Cost is proportional to the rows the world changed: each is a few indexed lookups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from ..catalog import ROWID_COL, TableInfo
+from ..db import Database, Session, World
+from ..rows import format_id
+from ..shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from ..sqltext import quote_ident
+from ..worldsql import key_view
+
+
+@dataclass
+class Change:
+    table: str
+    n: int
+    t: TableInfo
+    key: tuple
+    base: dict[str, Any] | None
+    ours: dict[str, Any] | None
+    theirs: dict[str, Any] | None
+    parent_changed: bool
+
+    @property
+    def kind(self) -> str:
+        if self.ours is None:
+            return "delete"
+        return "insert" if self.base is None else "update"
+
+    @property
+    def id(self) -> str:
+        return format_id(self.t, list(self.key))
+
+    @property
+    def fields(self) -> list[str]:
+        """Columns the world changed (an update's)."""
+        if self.base is None or self.ours is None:
+            return []
+        return [c for c in self.t.column_names if self.base.get(c) != self.ours.get(c)]
+
+    @property
+    def parent_fields(self) -> list[str]:
+        """Columns the parent changed since the fork."""
+        if self.base is None or self.theirs is None:
+            return list(self.t.column_names)
+        return [c for c in self.t.column_names if self.base.get(c) != self.theirs.get(c)]
+
+
+def _key_where(t: TableInfo, prefix: str = "") -> str:
+    return " AND ".join(f"{prefix}{quote_ident(c)} = ?" for c in t.key_cols)
+
+
+def _main_key_where(t: TableInfo) -> str:
+    if t.key_kind == "rowid":
+        return "rowid = ?"
+    return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
+
+
+def _row(t: TableInfo, values: tuple) -> dict[str, Any]:
+    return dict(zip(t.column_names, values))
+
+
+def main_row(conn: apsw.Connection, t: TableInfo, key: tuple) -> dict | None:
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    row = conn.execute(
+        f"select {cols} from main.{quote_ident(t.name)} where {_main_key_where(t)}", key
+    ).fetchone()
+    return _row(t, row) if row is not None else None
+
+
+def main_as_of(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> dict | None:
+    """Main's row as it was when the table's history stood at ``seq``."""
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    past = conn.execute(
+        f"select {OP}, {cols} from main.{history_table(n)} where {_key_where(t)} "
+        f"and {SEQ} > ? order by {SEQ} limit 1",
+        (*key, seq),
+    ).fetchone()
+    if past is None:
+        return main_row(conn, t, key)
+    return _row(t, past[1:]) if past[0] == 1 else None
+
+
+def main_changed_since(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> bool:
+    return (
+        conn.execute(
+            f"select 1 from main.{history_table(n)} where {_key_where(t)} and {SEQ} > ? limit 1",
+            (*key, seq),
+        ).fetchone()
+        is not None
+    )
+
+
+def overlay_entry(
+    conn: apsw.Connection, n: int, t: TableInfo, world: int, key: tuple
+) -> tuple[bool, dict | None, int] | None:
+    """(found, row or None for a tombstone, seq) of a world's overlay entry for a key."""
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    row = conn.execute(
+        f"select {DEAD}, {SEQ}, {cols} from main.{overlay_table(n)} "
+        f"where {WORLD} = ? and {_key_where(t)}",
+        (world, *key),
+    ).fetchone()
+    if row is None:
+        return None
+    return True, (None if row[0] else _row(t, row[2:])), row[1]
+
+
+def view_row(session: Session, n: int, t: TableInfo, key: tuple) -> dict | None:
+    """A row as the session's branch sees it."""
+    if session.world is None:
+        return main_row(session.conn, t, key)
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    if t.key_kind == "rowid":
+        source, where = f"temp.{key_view(n)}", f"{quote_ident(ROWID_COL)} = ?"
+    else:
+        source, where = f"temp.{quote_ident(t.name)}", _main_key_where(t)
+    row = session.conn.execute(f"select {cols} from {source} where {where}", key).fetchone()
+    return _row(t, row) if row is not None else None
+
+
+def base_row(
+    conn: apsw.Connection, n: int, t: TableInfo, world: World, key: tuple
+) -> tuple[dict | None, int | None]:
+    """The row as the world saw it when it forked, and the parent's seq that base stands at
+    (None: the fork's own: the world's horizon in main, or its fork on the world clock).
+
+    The frozen copy (world -id) holds the parent's rows as the world forked from a world saw
+    them, and the rows a partial merge already gave the parent (stamped with the parent's seq
+    after that merge, so the merge itself doesn't count as the parent changing them).
+    """
+    frozen = overlay_entry(conn, n, t, -world.id, key)
+    if frozen is not None:
+        return frozen[1], frozen[2]
+    return main_as_of(conn, n, t, key, world.base.get(n, 0)), None
+
+
+def world_changes(
+    db: Database, world: World, parent: Session, tables: set[str] | None = None, other: bool = False
+) -> list[Change]:
+    """Every row ``world`` changed since its fork, against ``parent`` (a session on it).
+
+    ``other``: ``parent`` is not the world's parent (a merge ``into`` another branch); there
+    a row "changed on the other side" when it differs there from the world's base.
+    """
+    conn = parent.conn
+    out: list[Change] = []
+    for name, (n, t) in sorted(db.tables().items()):
+        if tables is not None and name not in tables:
+            continue
+        keys = ", ".join(quote_ident(c) for c in t.key_cols)
+        cols = ", ".join(quote_ident(c) for c in t.column_names)
+        entries = conn.execute(
+            f"select {DEAD}, {keys}, {cols} from main.{overlay_table(n)} "
+            f"where {WORLD} = ? and {SEQ} > ? order by {keys}",
+            (world.id, world.fork_seq),
+        ).fetchall()
+        width = len(t.key_cols)
+        for entry in entries:
+            key = tuple(entry[1 : 1 + width])
+            ours = None if entry[0] else _row(t, entry[1 + width :])
+            base, since = base_row(conn, n, t, world, key)
+            if ours == base:
+                continue  # written back as it was: no change
+            theirs = view_row(parent, n, t, key)
+            changed = (
+                (theirs != base)
+                if other
+                else _parent_changed(conn, n, t, world, parent, key, since)
+            )
+            out.append(Change(name, n, t, key, base, ours, theirs, changed))
+    return out
+
+
+def _parent_changed(
+    conn: apsw.Connection,
+    n: int,
+    t: TableInfo,
+    world: World,
+    parent: Session,
+    key: tuple,
+    since: int | None,
+) -> bool:
+    if parent.world is None:
+        return main_changed_since(conn, n, t, key, world.base.get(n, 0) if since is None else since)
+    entry = overlay_entry(conn, n, t, parent.world.id, key)
+    return entry is not None and entry[2] > max(world.fork_seq, since or 0)

@@ -1,0 +1,173 @@
+"""Diff: what changed on a branch since its fork, as text, as data and as SQL."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog import TableInfo
+from ..db import Database
+from ..errors import BAD_ARGUMENT, ChronosError
+from ..render import json_value
+from ..shadow import SEQ, WORLD, history_table, overlay_table
+from ..sqltext import quote_ident
+from .changes import Change, view_row, world_changes
+
+ORDER = {"delete": 0, "update": 1, "insert": 2}
+
+
+@dataclass
+class Diff:
+    branch: str
+    changes: list[Change]
+
+    def ordered(self) -> list[Change]:
+        """Deletes first (what each table loses), then updates, then inserts."""
+        return sorted(self.changes, key=lambda c: (ORDER[c.kind], c.table, c.key))
+
+    def summary(self) -> str:
+        counts: dict[str, Counter] = {}
+        for c in self.changes:
+            counts.setdefault(c.table, Counter())[c.kind] += 1
+        parts = [
+            f"{table}: {k['delete']} deleted, {k['update']} updated, {k['insert']} inserted"
+            for table, k in sorted(counts.items())
+        ]
+        n = len(self.changes)
+        head = f"{n} change{'s' if n != 1 else ''} on {self.branch}"
+        return head + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
+    world = db.resolve(branch)
+    if world is None:
+        raise ChronosError(
+            "main has no fork to compare with: give a branch you forked, or compare two "
+            "branches with to",
+            BAD_ARGUMENT,
+        )
+    parent = db.session(world.parent if world.parent_id is not None else None)
+    return Diff(world.name, world_changes(db, world, parent, tables))
+
+
+def show(value: Any) -> str:
+    return json.dumps(json_value(value), ensure_ascii=False)
+
+
+def row_text(row: dict | None) -> str:
+    if row is None:
+        return "(none)"
+    return json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False)
+
+
+def change_line(c: Change) -> str:
+    if c.kind == "delete":
+        return f"- DELETE {c.table}/{c.id} {row_text(c.base)}"
+    if c.kind == "insert":
+        return f"+ {c.table}/{c.id} {row_text(c.ours)}"
+    fields = ", ".join(f"{f}: {show(c.base[f])} -> {show(c.ours[f])}" for f in c.fields)
+    return f"~ {c.table}/{c.id}  {fields}"
+
+
+def page_footer(start: int, shown: int, total: int, what: str, call: str) -> str:
+    if shown >= total and start == 0:
+        return ""
+    if shown == 0:
+        return f"(no {what} from {start + 1}; there are {total})"
+    end = start + shown
+    more = f"; call {call} again with offset={end} for the next ones" if end < total else ""
+    return f"(showing {what} {start + 1}-{end} of {total}{more})"
+
+
+def render(d: Diff, limit: int, offset: int) -> str:
+    ordered = d.ordered()
+    page = ordered[offset : offset + limit]
+    lines = [d.summary(), *(change_line(c) for c in page)]
+    footer = page_footer(offset, len(page), len(ordered), "changes", "diff")
+    return "\n".join(lines + ([footer] if footer else []))
+
+
+def change_data(c: Change) -> dict:
+    return {
+        "table": c.table,
+        "id": c.id,
+        "kind": c.kind,
+        "fields": c.fields,
+        "base": _json_row(c.base),
+        "ours": _json_row(c.ours),
+    }
+
+
+def _json_row(row: dict | None) -> dict | None:
+    return None if row is None else {k: json_value(v) for k, v in row.items()}
+
+
+def literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _where(t: TableInfo, key: tuple) -> str:
+    cols = ["rowid"] if t.key_kind == "rowid" else [quote_ident(c) for c in t.pk]
+    return " AND ".join(f"{c} = {literal(v)}" for c, v in zip(cols, key))
+
+
+def change_sql(c: Change) -> str:
+    """The change as one SQL statement that reproduces it when run on the base."""
+    table = quote_ident(c.table)
+    if c.kind == "delete":
+        return f"DELETE FROM {table} WHERE {_where(c.t, c.key)};"
+    if c.kind == "update":
+        sets = ", ".join(f"{quote_ident(f)} = {literal(c.ours[f])}" for f in c.fields)
+        return f"UPDATE {table} SET {sets} WHERE {_where(c.t, c.key)};"
+    cols = [k for k in c.ours if not _generated(c.t, k)]
+    names = ", ".join(quote_ident(k) for k in cols)
+    values = ", ".join(literal(c.ours[k]) for k in cols)
+    return f"INSERT INTO {table}({names}) VALUES ({values});"
+
+
+def _generated(t: TableInfo, name: str) -> bool:
+    return any(col.name == name and col.generated for col in t.columns)
+
+
+def compare(db: Database, branch: str, other: str) -> Diff:
+    """Rows that differ between two branches (``branch`` → ``other``)."""
+    left, right = db.resolve(branch), db.resolve(other)
+    worlds = [w for w in (left, right) if w is not None]
+    a, b = db.session(branch), db.session(other)
+    out: list[Change] = []
+    for name, (n, t) in sorted(db.tables().items()):
+        keys = _candidate_keys(db, n, t, worlds)
+        for key in sorted(keys, key=lambda k: tuple(str(v) for v in k)):
+            mine, theirs = view_row(a, n, t, key), view_row(b, n, t, key)
+            if mine != theirs:
+                out.append(Change(name, n, t, key, mine, theirs, None, False))
+    return Diff(f"{branch} -> {other}", out)
+
+
+def _candidate_keys(db: Database, n: int, t: TableInfo, worlds: list) -> set[tuple]:
+    """Keys where two branches can differ: what either world wrote, and what main changed
+    since the older of their forks (both read main as of their own fork)."""
+    conn = db.main.conn
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    found: set[tuple] = set()
+    for w in worlds:
+        for ident in (w.id, -w.id):
+            found.update(
+                conn.execute(f"select {keys} from {overlay_table(n)} where {WORLD} = ?", (ident,))
+            )
+    if worlds:
+        oldest = min(w.base.get(n, 0) for w in worlds)
+        found.update(
+            conn.execute(f"select {keys} from {history_table(n)} where {SEQ} > ?", (oldest,))
+        )
+    return {tuple(k) for k in found}

@@ -1,0 +1,126 @@
+"""merge_preview: what a merge would do, row by row, without doing it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .. import render
+from ..db import Database
+from ..errors import CONFLICT, ChronosError
+from ..sqltext import name_tokens
+from .apply import Options, Plan, plan, position
+from .diff import Diff, page_footer, row_text
+
+COLUMNS = ["table", "id", "outcome", "detail", "base", "ours", "theirs", "result"]
+
+
+def preview(
+    db: Database, name: str, opts: Options, limit: int, offset: int, version: int | None
+) -> tuple[str, dict]:
+    world = db.world(name)
+    if version is not None and version != world.version:
+        raise ChronosError(
+            f"{name} is at version {world.version}, not {version}: it changed since the first "
+            f"page; preview again from offset 0",
+            CONFLICT,
+        )
+    p = plan(db, name, opts)
+    stands = position(db, p.parent)
+    summary = _summary_rows(p)
+    rows = [_row(o) for o in p.outcomes]
+    page = rows[offset : offset + limit]
+    text = render.table(COLUMNS, summary + page)
+    footer = page_footer(offset, len(page), len(rows), "rows", "merge_preview")
+    tail = [
+        f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
+        f"version={world.version} to merge exactly this"
+        + (f" (and target={stands} with rows settled)" if _settled(opts) else "")
+        + (f"; pass version={world.version} with later pages" if footer else "")
+        + "."
+    ]
+    if p.conflicts:
+        tail.insert(
+            0,
+            f"{len(p.conflicts)} conflict{'s' if len(p.conflicts) != 1 else ''}: "
+            f"the merge would be refused until they are settled",
+        )
+    deletes = sum(o.deletes for o in p.writes)
+    if deletes:
+        tail.append(
+            f"It deletes {deletes} row{'s' if deletes != 1 else ''} (confirm_deletes={deletes})."
+        )
+    data = {
+        "branch": name,
+        "into": p.parent_name,
+        "version": world.version,
+        "target": stands,
+        "conflicts": len(p.conflicts),
+        "deletes": deletes,
+        "total": len(rows),
+        "rows": [dict(zip(COLUMNS, r)) for r in page],
+    }
+    return "\n".join([text, *([footer] if footer else []), *tail]), data
+
+
+def _settled(opts: Options) -> bool:
+    return opts.resolve != "fail" or opts.by_columns or bool(opts.rows)
+
+
+def _summary_rows(p: Plan) -> list[list]:
+    counts: dict[str, Counter] = {}
+    for o in p.outcomes:
+        counts.setdefault(o.change.table, Counter())[o.change.kind] += 1
+    return [
+        [
+            table,
+            None,
+            "summary",
+            f"{k['delete']} deleted, {k['update']} updated, {k['insert']} inserted",
+            None,
+            None,
+            None,
+            None,
+        ]
+        for table, k in sorted(counts.items())
+    ]
+
+
+def _row(o) -> list:
+    c = o.change
+    detail = "DELETE: the merge deletes this row" if o.deletes else o.detail
+    result = "" if o.outcome == "conflict" else (row_text(o.result) if o.write else "(unchanged)")
+    return [
+        c.table,
+        c.id,
+        o.outcome,
+        detail,
+        row_text(c.base),
+        row_text(c.ours),
+        row_text(c.theirs),
+        result,
+    ]
+
+
+def readers(db: Database, d: Diff) -> tuple[str, list[dict]]:
+    """What in the database reads each column the branch changed: views, triggers, indexes."""
+    changed: dict[tuple[str, str], None] = {}
+    for c in d.changes:
+        cols = c.fields if c.kind == "update" else c.t.column_names
+        for col in cols:
+            changed[(c.table, col)] = None
+    objects = db.main.conn.execute(
+        "select type, name, tbl_name, sql from main.sqlite_schema where type in "
+        "('view', 'trigger', 'index') and sql is not null and name not like '\\_chronos\\_%' "
+        "escape '\\'"
+    ).fetchall()
+    found = []
+    for kind, name, tbl, sql in objects:
+        words = {w.lower() for w, _, _ in name_tokens(sql)}
+        for table, col in changed:
+            if col.lower() in words and (table.lower() in words or tbl.lower() == table.lower()):
+                found.append({"table": table, "column": col, "reader": name, "kind": kind})
+    rows = [[f["table"], f["column"], f["reader"], f["kind"]] for f in found]
+    head = f"{len(changed)} changed column{'s' if len(changed) != 1 else ''} on {d.branch}"
+    if not rows:
+        return head + "; nothing in the database reads them (no view, trigger or index)", found
+    return head + "; read by:\n" + render.table(["table", "column", "reader", "kind"], rows), found

@@ -1,0 +1,124 @@
+"""Rebase: move a world's fork point up to its parent as it is now, keeping its own changes.
+
+Rows the world changed that the parent changed too since the fork conflict, as in a merge, and
+are settled the same way (resolve, by_columns, rows) or refused with nothing changed. The
+parent is never written.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import errors
+from ..db import Database
+from ..errors import ChronosError
+from ..shadow import SEQ, WORLD, history_table, overlay_table
+from ..sqltext import quote_ident
+from .apply import Options, conflict_error, plan
+
+
+def rebase(db: Database, name: str, opts: Options, version: int | None = None) -> int:
+    """Rebase a world; returns how many of the parent's rows it took in."""
+    world = db.world(name)
+    if version is not None and version != world.version:
+        raise ChronosError(
+            f"{name} is at version {world.version}, not {version}: it changed since; look "
+            f"at its diff again",
+            errors.CONFLICT,
+        )
+    if db.children(world):
+        raise ChronosError(
+            f"{name} has branches forked from it: merge or discard those first, then rebase",
+            errors.IN_USE,
+        )
+    conn = db.main.conn
+    with db.write(conn):
+        p = plan(db, name, opts)
+        if p.conflicts:
+            raise conflict_error(p, "rebasing")
+        taken = _parent_rows_since_fork(db, world)
+        tables = db.tables()
+        parent = db.world(world.parent) if world.parent_id is not None else None
+        fork_seq = db.tick(conn)
+        stamp = db.tick(conn)  # the world's own rows stay newer than its new fork
+        keep = {(o.change.table, o.change.key): o for o in p.outcomes}
+        for _name, (n, t) in tables.items():
+            _rebuild_overlay(
+                conn,
+                n,
+                t,
+                world.id,
+                parent.id if parent else None,
+                {k: o for (tbl, k), o in keep.items() if tbl == t.name},
+                stamp,
+            )
+        base = parent.base if parent else db._horizons(conn, tables)
+        conn.execute(
+            "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1 where id = ?",
+            (json.dumps(base), fork_seq, world.id),
+        )
+    own = {(o.change.table, o.change.key) for o in p.outcomes if o.outcome != "theirs"}
+    return len(taken - own)
+
+
+def _rebuild_overlay(
+    conn, n: int, t, world: int, parent: int | None, own: dict, stamp: int
+) -> None:
+    o = overlay_table(n)
+    keys = [quote_ident(c) for c in t.key_cols]
+    cols = [quote_ident(c) for c in t.column_names if c not in t.key_cols]
+    every = ", ".join(keys + cols)
+    conn.execute(f"delete from {o} where {WORLD} = ?", (-world,))
+    # inherited copies go; the world's own changes are rewritten below
+    conn.execute(f"delete from {o} where {WORLD} = ?", (world,))
+    if parent is not None:  # as a new fork from the parent would: working and frozen copies
+        for ident in (world, -world):
+            conn.execute(
+                f"insert into {o}({WORLD}, {SEQ}, _chronos_dead, {every}) "
+                f"select ?, {SEQ}, _chronos_dead, {every} from {o} where {WORLD} = ?",
+                (ident, parent),
+            )
+    for key, outcome in own.items():
+        if outcome.outcome == "theirs":
+            continue  # the parent's row stands: nothing of the world's left for it
+        row = outcome.result
+        _write_entry(conn, o, t, world, key, row, stamp, keys, cols)
+
+
+def _write_entry(
+    conn,
+    o: str,
+    t,
+    world: int,
+    key: tuple,
+    row: dict | None,
+    stamp: int,
+    keys: list[str],
+    cols: list[str],
+) -> None:
+    values = [None if row is None else row.get(c) for c in t.column_names if c not in t.key_cols]
+    conn.execute(
+        f"insert or replace into {o}({WORLD}, {SEQ}, _chronos_dead, {', '.join(keys + cols)}) "
+        f"values (?, ?, ?, {', '.join('?' for _ in keys + cols)})",
+        [world, stamp, int(row is None), *key, *values],
+    )
+
+
+def _parent_rows_since_fork(db: Database, world) -> set[tuple]:
+    """(table, key) of the parent's rows that changed since the world's fork."""
+    conn = db.main.conn
+    out: set[tuple] = set()
+    for name, (n, t) in db.tables().items():
+        keys = ", ".join(quote_ident(c) for c in t.key_cols)
+        if world.parent_id is None:
+            rows = conn.execute(
+                f"select distinct {keys} from {history_table(n)} where {SEQ} > ?",
+                (world.base.get(n, 0),),
+            )
+        else:
+            rows = conn.execute(
+                f"select {keys} from {overlay_table(n)} where {WORLD} = ? and {SEQ} > ?",
+                (world.parent_id, world.fork_seq),
+            )
+        out.update((name, tuple(r)) for r in rows)
+    return out
