@@ -13,11 +13,11 @@ import os
 from typing import Any
 
 from . import rows, sqlrun
+from .db import Database, World
+from .folder import create
 from .merge import apply as merge_apply
 from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
-from .db import Database, World
-from .folder import create
 from .registry import REGISTRY, Caller, Reply
 
 
