@@ -284,7 +284,7 @@ class Database:
                 )
             parent = self.resolve(source) if source not in (None, "main") else None
             clock = self.tick(conn)  # writes stamped before the fork are not the new world's
-            base = json.dumps(parent.base if parent else self._horizons(conn, tables))
+            base = json.dumps(parent.base if parent else self.horizons(conn, tables))
             conn.execute(
                 "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, "
                 "created) values (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -309,7 +309,7 @@ class Database:
         return self.world(name)
 
     @staticmethod
-    def _horizons(conn: apsw.Connection, tables: dict) -> dict[int, int]:
+    def horizons(conn: apsw.Connection, tables: dict) -> dict[int, int]:
         """Main as it is now: each table's last history seq (one index lookup per table)."""
         return {
             n: conn.execute(f"select coalesce(max({SEQ}), 0) from {history_table(n)}").fetchone()[0]
@@ -342,14 +342,14 @@ class Database:
                 )
             gone = [*reversed(below), world]
             for w in gone:
-                self._drop_world_rows(conn, w.id)
+                self.finish_world(conn, w.id)
         for w in gone:
             session = self._worlds.pop(w.id, None)
             if session:
                 session.conn.close()
         return gone
 
-    def _drop_world_rows(
+    def finish_world(
         self, conn: apsw.Connection, world_id: int, state: str = "discarded"
     ) -> None:
         for (n,) in conn.execute("select id from _chronos_tables").fetchall():

@@ -275,10 +275,10 @@ def merge(
                     errors.BAD_ARGUMENT,
                 )
             _apply(db, p)
-            if p.partial and not p.other:
+            if not p.partial:
+                db.finish_world(conn, world.id, state="merged")
+            elif not p.other:
                 _remember_merged(db, p)
-            else:
-                db._drop_world_rows(conn, world.id, state="merged")
             if p.parent.world is not None:
                 db.bump_version(conn, p.parent.world)
             if p.partial and p.writes:

@@ -52,7 +52,7 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
                 {k: o for (tbl, k), o in keep.items() if tbl == t.name},
                 stamp,
             )
-        base = parent.base if parent else db._horizons(conn, tables)
+        base = parent.base if parent else db.horizons(conn, tables)
         conn.execute(
             "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1 where id = ?",
             (json.dumps(base), fork_seq, world.id),
