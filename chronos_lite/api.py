@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import rows, sqlrun
+import apsw
+
+from . import rows, sqlrun, vtab
 from .db import Database, World
 from .folder import create
 from .merge import apply as merge_apply
@@ -23,6 +25,9 @@ from .registry import REGISTRY, Caller, Reply
 
 class Chronos(Database):
     """An open database folder, with the operations as methods."""
+
+    def connection_ready(self, conn: apsw.Connection) -> None:
+        vtab.register(self, conn)  # chronos_worlds, chronos_diff('w'), chronos_conflicts('w')
 
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
         """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""

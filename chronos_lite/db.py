@@ -118,6 +118,10 @@ class Database:
         self._tables: dict[str, tuple[int, TableInfo]] = {}
         self._schema_version: int | None = None
         self.caller_name = OWNER
+        self.connection_ready(self._main.conn)
+
+    def connection_ready(self, conn: apsw.Connection) -> None:
+        """Called for every connection chronos opens (the API adds its SQL functions)."""
 
     # --- lifetime ---------------------------------------------------------------------------
 
@@ -404,6 +408,7 @@ class Database:
         if session is None:
             session = Session(_connect(self.path, "normal"), world)
             session.conn.execute(CTX_DDL)
+            self.connection_ready(session.conn)
             self._worlds[world.id] = session
             while len(self._worlds) > WORLD_POOL:
                 _, old = self._worlds.popitem(last=False)

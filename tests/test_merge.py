@@ -259,3 +259,19 @@ def test_merge_through_the_cli_with_options(tmp_path):
     reopened = chronos_lite.open(db)
     assert reopened.worlds() == []
     reopened.close()
+
+
+def test_system_tables_in_sql(team):
+    team.sql("update users set name = 'W' where id = 1; delete from users where id = 3",
+             branch="w")
+    team.sql("update users set name = 'M' where id = 1")
+    rows = team.query("select table_name, id, diff_type, fields from chronos_diff('w')")
+    assert rows == [
+        {"table_name": "users", "id": "3", "diff_type": "removed", "fields": "[]"},
+        {"table_name": "users", "id": "1", "diff_type": "modified", "fields": '["name"]'},
+    ]
+    conflicts = team.query("select id, json_extract(theirs, '$.name') as theirs "
+                           "from chronos_conflicts('w')", branch="w")
+    assert conflicts == [{"id": "1", "theirs": "M"}]
+    assert team.query("select name, parent from chronos_worlds") == [
+        {"name": "w", "parent": "main"}]

@@ -1,0 +1,61 @@
+"""Chronos' system tables in SQL, as table-valued functions in the style of Dolt's.
+
+    select * from chronos_worlds;
+    select * from chronos_diff('task-1');
+    select * from chronos_conflicts('task-1');
+
+They are eponymous virtual tables (``apsw.ext.make_virtual_module``) registered on every
+connection chronos opens, so they work from any branch and in any ``sql`` call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import apsw
+import apsw.ext
+
+from ..db import Database
+from ..merge import apply as merge_apply
+from ..merge import diff as merge_diff
+from ..render import json_value
+
+
+def _json(row: dict | None) -> str | None:
+    if row is None:
+        return None
+    return json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False)
+
+
+def register(db: Database, conn: apsw.Connection) -> None:
+    def chronos_worlds() -> Iterator[tuple]:
+        for w in db.worlds():
+            yield (w.name, w.wid, w.parent, w.version, w.owner,
+                   json.dumps(w.meta, ensure_ascii=False), w.created)
+
+    chronos_worlds.columns = ("name", "world_id", "parent", "version", "owner", "meta",
+                              "created")
+    chronos_worlds.column_access = apsw.ext.VTColumnAccess.By_Index
+
+    def chronos_diff(branch: str) -> Iterator[tuple]:
+        kinds = {"insert": "added", "update": "modified", "delete": "removed"}
+        for c in merge_diff.diff(db, branch).ordered():
+            yield (c.table, c.id, kinds[c.kind], _json(c.base), _json(c.ours),
+                   json.dumps(c.fields))
+
+    chronos_diff.columns = ("table_name", "id", "diff_type", "from_row", "to_row", "fields")
+    chronos_diff.column_access = apsw.ext.VTColumnAccess.By_Index
+
+    def chronos_conflicts(branch: str) -> Iterator[tuple]:
+        p = merge_apply.plan(db, branch, merge_apply.Options())
+        for o in p.conflicts:
+            c = o.change
+            yield (c.table, c.id, o.detail, _json(c.base), _json(c.ours), _json(c.theirs))
+
+    chronos_conflicts.columns = ("table_name", "id", "detail", "base", "ours", "theirs")
+    chronos_conflicts.column_access = apsw.ext.VTColumnAccess.By_Index
+
+    for fn in (chronos_worlds, chronos_diff, chronos_conflicts):
+        apsw.ext.make_virtual_module(conn, fn.__name__, fn, eponymous_only=True)
+
