@@ -56,20 +56,35 @@ class Chronos(Database):
         """What changed on a branch since its fork (or between two branches)."""
         return merge_diff.compare(self, branch, to) if to else merge_diff.diff(self, branch)
 
-    def merge(self, branch: str, *, resolve: str = "fail", by_columns: bool = False,
-              rows: dict[str, Any] | None = None, only_tables: list[str] | None = None,
-              only_keys: list[str] | None = None, into: str | None = None,
-              version: int | None = None) -> merge_apply.Plan:
+    def merge(
+        self,
+        branch: str,
+        *,
+        resolve: str = "fail",
+        by_columns: bool = False,
+        rows: dict[str, Any] | None = None,
+        only_tables: list[str] | None = None,
+        only_keys: list[str] | None = None,
+        into: str | None = None,
+        version: int | None = None,
+    ) -> merge_apply.Plan:
         """Merge a branch into its parent (or ``into`` another branch); raises ChronosError
         (code 40001, the conflicts as ``data``) when rows both sides changed are unsettled."""
         opts = merge_apply.Options(resolve, by_columns, rows or {}, only_tables, only_keys, into)
         return merge_apply.merge(self, branch, opts, version)
 
-    def rebase(self, branch: str, *, resolve: str = "fail", by_columns: bool = False,
-               rows: dict[str, Any] | None = None) -> int:
+    def rebase(
+        self,
+        branch: str,
+        *,
+        resolve: str = "fail",
+        by_columns: bool = False,
+        rows: dict[str, Any] | None = None,
+    ) -> int:
         """Move a branch's fork point up to its parent now; the parent's rows it took in."""
         return merge_rebase.rebase(
-            self, branch, merge_apply.Options(resolve, by_columns, rows or {}))
+            self, branch, merge_apply.Options(resolve, by_columns, rows or {})
+        )
 
     def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
         """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""

@@ -353,9 +353,7 @@ class Database:
                 session.conn.close()
         return gone
 
-    def finish_world(
-        self, conn: apsw.Connection, world_id: int, state: str = "discarded"
-    ) -> None:
+    def finish_world(self, conn: apsw.Connection, world_id: int, state: str = "discarded") -> None:
         for (n,) in conn.execute("select id from _chronos_tables").fetchall():
             conn.execute(
                 f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)

@@ -272,6 +272,7 @@ def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
         args.get("version"),
         args.get("confirm_deletes"),
         args.get("target"),
+        bool(args.get("confirm")),
     )
     n = len(p.writes)
     noun = "change" if n == 1 else "changes"

@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS _chronos_worlds(
     version INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL,
     state TEXT NOT NULL DEFAULT 'open',
-    ended REAL
+    ended REAL,
+    merging REAL  -- when a merge of it started; cleared by the merge's own commit
 );
 CREATE UNIQUE INDEX IF NOT EXISTS _chronos_worlds_open_name ON _chronos_worlds(name)
     WHERE state = 'open';

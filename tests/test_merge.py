@@ -262,16 +262,29 @@ def test_merge_through_the_cli_with_options(tmp_path):
 
 
 def test_system_tables_in_sql(team):
-    team.sql("update users set name = 'W' where id = 1; delete from users where id = 3",
-             branch="w")
+    team.sql("update users set name = 'W' where id = 1; delete from users where id = 3", branch="w")
     team.sql("update users set name = 'M' where id = 1")
     rows = team.query("select table_name, id, diff_type, fields from chronos_diff('w')")
     assert rows == [
         {"table_name": "users", "id": "3", "diff_type": "removed", "fields": "[]"},
         {"table_name": "users", "id": "1", "diff_type": "modified", "fields": '["name"]'},
     ]
-    conflicts = team.query("select id, json_extract(theirs, '$.name') as theirs "
-                           "from chronos_conflicts('w')", branch="w")
+    conflicts = team.query(
+        "select id, json_extract(theirs, '$.name') as theirs from chronos_conflicts('w')",
+        branch="w",
+    )
     assert conflicts == [{"id": "1", "theirs": "M"}]
     assert team.query("select name, parent from chronos_worlds") == [
-        {"name": "w", "parent": "main"}]
+        {"name": "w", "parent": "main"}
+    ]
+
+
+def test_an_interrupted_merge_is_flagged_until_confirmed(team):
+    team.sql("update users set name = 'W' where id = 1", branch="w")
+    # what a merge leaves behind when its process dies before its commit
+    team.main.conn.execute("update _chronos_worlds set merging = 1.0 where name = 'w'")
+    with pytest.raises(ChronosError, match="was interrupted.*confirm=true"):
+        team.call("merge", branch="w")
+    assert names(team)[1] == "Ada"
+    team.call("merge", branch="w", confirm=True)
+    assert names(team)[1] == "W"

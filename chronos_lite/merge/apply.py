@@ -10,6 +10,7 @@ world; merging part of it (``only_tables``, ``only_keys``) leaves it open with t
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,6 +231,27 @@ def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
     return ChronosError("\n".join(lines), errors.CONFLICT, data)
 
 
+def _flag_interrupted(db: Database, world: World, confirm: bool) -> None:
+    """A merge flags its world first, in a transaction of its own; the merge's commit clears
+    it. A flag found here means a merge stopped half-way (nothing of it reached the parent,
+    but the world's last writes may not have reached the disk either): say so, unless the
+    caller confirms after checking the world's diff."""
+    conn = db.main.conn
+    started = conn.execute(
+        "select merging from _chronos_worlds where id = ?", (world.id,)
+    ).fetchone()[0]
+    if started is not None and not confirm:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+        raise ChronosError(
+            f"the last merge of {world.name} (started {when}) was interrupted: nothing of it "
+            f"was merged, and writes to {world.name} just before may be missing. Check its "
+            f"diff, then merge with confirm=true",
+            errors.CONFLICT,
+        )
+    with db.write(conn):
+        conn.execute("update _chronos_worlds set merging = ? where id = ?", (time.time(), world.id))
+
+
 def merge(
     db: Database,
     name: str,
@@ -237,6 +259,7 @@ def merge(
     version: int | None = None,
     confirm_deletes: int | None = None,
     target: int | None = None,
+    confirm: bool = False,
 ) -> Plan:
     """Merge a world into its parent (all of it, finishing it, or a part, leaving it open)."""
     world = db.world(name)
@@ -255,6 +278,10 @@ def merge(
         )
     session, _other = target_of(db, world, opts)
     conn = session.conn
+    # confirm applies to a plain merge only (the spec): it is not needed, nor asked for, when
+    # into, only_tables, only_keys, by_columns, rows or version is given
+    settled = opts.partial or opts.by_columns or bool(opts.rows) or version is not None
+    _flag_interrupted(db, world, confirm or settled)
     p = None
     try:
         with db.write(conn):
@@ -279,12 +306,20 @@ def merge(
                 db.finish_world(conn, world.id, state="merged")
             elif not p.other:
                 _remember_merged(db, p)
+            conn.execute("update _chronos_worlds set merging = null where id = ?", (world.id,))
             if p.parent.world is not None:
                 db.bump_version(conn, p.parent.world)
             if p.partial and p.writes:
                 db.bump_version(conn, world)
-    except apsw.ConstraintError as exc:
-        raise _combination_error(name, p, exc) from None
+    except BaseException as exc:
+        # Refused or failed, but not interrupted: the flag goes (a crash leaves it).
+        with db.write(db.main.conn):
+            db.main.conn.execute(
+                "update _chronos_worlds set merging = null where id = ?", (world.id,)
+            )
+        if isinstance(exc, apsw.ConstraintError):
+            raise _combination_error(name, p, exc) from None
+        raise
     return p
 
 

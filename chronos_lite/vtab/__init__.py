@@ -31,18 +31,23 @@ def _json(row: dict | None) -> str | None:
 def register(db: Database, conn: apsw.Connection) -> None:
     def chronos_worlds() -> Iterator[tuple]:
         for w in db.worlds():
-            yield (w.name, w.wid, w.parent, w.version, w.owner,
-                   json.dumps(w.meta, ensure_ascii=False), w.created)
+            yield (
+                w.name,
+                w.wid,
+                w.parent,
+                w.version,
+                w.owner,
+                json.dumps(w.meta, ensure_ascii=False),
+                w.created,
+            )
 
-    chronos_worlds.columns = ("name", "world_id", "parent", "version", "owner", "meta",
-                              "created")
+    chronos_worlds.columns = ("name", "world_id", "parent", "version", "owner", "meta", "created")
     chronos_worlds.column_access = apsw.ext.VTColumnAccess.By_Index
 
     def chronos_diff(branch: str) -> Iterator[tuple]:
         kinds = {"insert": "added", "update": "modified", "delete": "removed"}
         for c in merge_diff.diff(db, branch).ordered():
-            yield (c.table, c.id, kinds[c.kind], _json(c.base), _json(c.ours),
-                   json.dumps(c.fields))
+            yield (c.table, c.id, kinds[c.kind], _json(c.base), _json(c.ours), json.dumps(c.fields))
 
     chronos_diff.columns = ("table_name", "id", "diff_type", "from_row", "to_row", "fields")
     chronos_diff.column_access = apsw.ext.VTColumnAccess.By_Index
@@ -58,4 +63,3 @@ def register(db: Database, conn: apsw.Connection) -> None:
 
     for fn in (chronos_worlds, chronos_diff, chronos_conflicts):
         apsw.ext.make_virtual_module(conn, fn.__name__, fn, eponymous_only=True)
-
