@@ -38,3 +38,15 @@ def test_quickstart_example_runs(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Ada L." in proc.stdout and "discarded branch task-1" in proc.stdout
+
+
+def test_merge_benchmark_quick_run_completes():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_merge.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "merge of 2,000 changes" in proc.stdout

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Diff and merge cost: proportional to the rows a world changed, not to the table's size.
+
+1. diff and merge of 1,000 changed rows (updates, inserts, deletes) in a 10k-row and in a
+   1M-row table: the 1M case must be within 1.5x of the 10k case.
+2. a merge of 10,000 changed rows: under 1 s.
+
+Each time is also shown as a ratio to raw SQLite applying the same rows to a plain copy of the
+table in one transaction (what a merge must do at the least), measured in the same run: this
+machine is shared and noisy, so ratios and best-of-N times are what to compare.
+
+    .venv/bin/python benchmarks/bench_merge.py            # full sizes
+    .venv/bin/python benchmarks/bench_merge.py --quick    # small sizes, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import apsw
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_worlds import build_plain, raw_copy  # noqa: E402  (a sibling script)
+
+import chronos_lite  # noqa: E402
+
+WORK = Path(__file__).resolve().parent / "_work" / "merge"
+
+
+def change_script(count: int, size: int, rng: random.Random) -> list[tuple[str, tuple]]:
+    """``count`` row changes: 80% updates, 10% deletes, 10% inserts of new rows."""
+    ids = rng.sample(range(1, size + 1), count)
+    out = []
+    for i, row_id in enumerate(ids):
+        if i % 10 == 0:
+            out.append(("delete from items where id = ?", (row_id,)))
+        elif i % 10 == 1:
+            out.append(
+                (
+                    "insert into items(category, price, name) values (?, ?, ?)",
+                    (rng.randrange(50), rng.randrange(100, 10_000) / 100, "new"),
+                )
+            )
+        else:
+            out.append(
+                (
+                    "update items set price = ? where id = ?",
+                    (rng.randrange(100, 10_000) / 100, row_id),
+                )
+            )
+    return out
+
+
+def run_raw(plain: Path, script: list, path: Path) -> float:
+    conn = raw_copy(plain, path)
+    start = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    for sql, params in script:
+        conn.execute(sql, params)
+    conn.execute("COMMIT")
+    took = time.perf_counter() - start
+    conn.close()
+    return took
+
+
+def run_chronos(plain: Path, script: list, folder: Path) -> tuple[float, float, int]:
+    """(diff seconds, merge seconds, changes) for one world holding ``script``."""
+    shutil.rmtree(folder, ignore_errors=True)
+    db = chronos_lite.init(folder, from_file=plain)
+    db.fork("w")
+    conn = db.session("w").conn
+    with db.write(conn):
+        for sql, params in script:
+            conn.execute(sql, params)
+    start = time.perf_counter()
+    changes = len(db.diff("w").changes)
+    diff_s = time.perf_counter() - start
+    start = time.perf_counter()
+    db.merge("w")
+    merge_s = time.perf_counter() - start
+    db.close()
+    return diff_s, merge_s, changes
+
+
+def best(rounds: int, fn) -> tuple:
+    results = [fn() for _ in range(rounds)]
+    return tuple(min(r[i] for r in results) for i in range(len(results[0])))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    args = parser.parse_args()
+    small, big, changes, many = (
+        (2_000, 50_000, 200, 2_000) if args.quick else (10_000, 1_000_000, 1_000, 10_000)
+    )
+    rounds = 2 if args.quick else 3
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    rng = random.Random(7)
+    print(
+        f"chronos_lite {chronos_lite.__version__} merge benchmarks, SQLite "
+        f"{apsw.sqlite_lib_version()}, {time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    print(f"{'case':<34}{'diff':>10}{'merge':>10}{'raw apply':>11}{'merge/raw':>11}")
+    figures = {}
+    for size, count in ((small, changes), (big, changes), (big if args.quick else 100_000, many)):
+        plain = WORK / f"plain-{size}.sqlite"
+        if not plain.exists():
+            build_plain(plain, size)
+        script = change_script(count, size, rng)
+        raw = min(run_raw(plain, script, WORK / "raw.sqlite") for _ in range(rounds))
+        diff_s, merge_s, n = best(rounds, lambda p=plain, s=script: run_chronos(p, s, WORK / "db"))
+        label = f"{n:,} changes in {size:,} rows"
+        figures[(size, count)] = (diff_s, merge_s)
+        print(
+            f"{label:<34}{diff_s * 1e3:>8.1f}ms{merge_s * 1e3:>8.1f}ms{raw * 1e3:>9.1f}ms"
+            f"{merge_s / raw:>10.1f}x"
+        )
+    d_small, m_small = figures[(small, changes)]
+    d_big, m_big = figures[(big, changes)]
+    m_many = figures[(big if args.quick else 100_000, many)][1]
+    checks = [
+        (f"diff {big:,} / {small:,} rows", d_big / d_small, "<= 1.5", d_big / d_small <= 1.5),
+        (f"merge {big:,} / {small:,} rows", m_big / m_small, "<= 1.5", m_big / m_small <= 1.5),
+        (f"merge of {many:,} changes (s)", m_many, "< 1 s", m_many < 1.0),
+    ]
+    print()
+    for label, value, target, ok in checks:
+        print(f"{label:<34}{value:>10.2f}  target {target:<8}{'PASS' if ok else 'MISS'}")
+    shutil.rmtree(WORK, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
