@@ -175,7 +175,7 @@ def test_worlds_keep_writing_while_another_process_forks_discards_and_changes_sc
     """While two worlds are written, this process forks and discards other worlds (from main
     and from one of the busy worlds), and main's schema changes through chronos and through
     the stdlib: every world writer goes on without an error and loses nothing."""
-    count = 200
+    count = 500  # long enough that this process's changes land while both writers run
     folder = tmp_path / "db"
     gate = tmp_path / "go"
     db = _seeded(folder)
