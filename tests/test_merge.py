@@ -288,3 +288,14 @@ def test_an_interrupted_merge_is_flagged_until_confirmed(team):
     assert names(team)[1] == "Ada"
     team.call("merge", branch="w", confirm=True)
     assert names(team)[1] == "W"
+
+
+def test_rows_of_a_keyless_table_merge_without_taking_an_unrelated_rowid(db):
+    db.sql("create table notes(body text)")
+    db.sql("insert into notes values ('kept')")
+    db.fork("w")
+    db.sql("insert into notes values ('from w')", branch="w")
+    db.sql("insert into notes values ('from main')")  # takes the next rowid in main
+    db.merge("w")
+    bodies = sorted(r["body"] for r in db.query("select body from notes"))
+    assert bodies == ["from main", "from w", "kept"]

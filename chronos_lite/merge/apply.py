@@ -312,6 +312,7 @@ def merge(
             if p.partial and p.writes:
                 db.bump_version(conn, world)
     except BaseException as exc:
+        db.end_call(session)
         # Refused or failed, but not interrupted: the flag goes (a crash leaves it).
         with db.write(db.main.conn):
             db.main.conn.execute(
@@ -320,6 +321,7 @@ def merge(
         if isinstance(exc, apsw.ConstraintError):
             raise _combination_error(name, p, exc) from None
         raise
+    db.end_call(session)
     return p
 
 
@@ -366,14 +368,19 @@ def _write(session: Session, c: Change, result: dict | None) -> None:
         conn.execute(f"delete from {target} where {where}", c.key)
         return
     row = {k: v for k, v in result.items() if not _generated(c, k)}
-    exists = conn.execute(f"select 1 from {target} where {where}", c.key).fetchone()
+    # A row new to a table without a primary key gets a fresh hidden rowid in the parent:
+    # the world's may name an unrelated row there since.
+    hidden_new = c.t.key_kind == "rowid" and c.base is None
+    exists = (
+        not hidden_new and conn.execute(f"select 1 from {target} where {where}", c.key).fetchone()
+    )
     if exists:
         sets = ", ".join(f"{quote_ident(k)} = ?" for k in row)
         conn.execute(f"update {target} set {sets} where {where}", [*row.values(), *c.key])
         return
     cols = [quote_ident(k) for k in row]
     values = list(row.values())
-    if c.t.key_kind == "rowid":  # a hidden key: keep the world's
+    if c.t.key_kind == "rowid" and not hidden_new:  # the row the world changed keeps its rowid
         cols.append(key_cols[0])
         values.append(c.key[0])
     marks = ", ".join("?" for _ in cols)
