@@ -177,6 +177,11 @@ def world_changes(
             base, since = base_row(conn, n, t, world, key)
             if ours == base:
                 continue  # written back as it was: no change
+            if t.key_kind == "rowid" and base is None:
+                # A new row under a hidden key: the parent's row at that rowid (if any) is an
+                # unrelated row; the merge gives this one a rowid of its own.
+                out.append(Change(name, n, t, key, None, ours, None, False))
+                continue
             theirs = view_row(parent, n, t, key)
             changed = (
                 (theirs != base)
