@@ -163,6 +163,9 @@ def world_changes(
     for name, (n, t) in sorted(db.tables().items()):
         if tables is not None and name not in tables:
             continue
+        if parent.world is None and not other:
+            out += _changes_against_main(conn, name, n, t, world)
+            continue
         keys = ", ".join(quote_ident(c) for c in t.key_cols)
         cols = ", ".join(quote_ident(c) for c in t.column_names)
         entries = conn.execute(
@@ -189,6 +192,73 @@ def world_changes(
                 else _parent_changed(conn, n, t, world, parent, key, since)
             )
             out.append(Change(name, n, t, key, base, ours, theirs, changed))
+    return out
+
+
+def _changes_against_main(
+    conn: apsw.Connection, name: str, n: int, t: TableInfo, world: World
+) -> list[Change]:
+    """The same as the row-by-row path, for a world whose parent is main, in one query per
+    table: each changed row's entry, frozen base, first history image after the fork, live
+    row, and whether main wrote it since, joined on the key's indexes."""
+    o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
+    cols = t.column_names
+    keys = [quote_ident(c) for c in t.key_cols]
+    horizon = world.base.get(n, 0)
+
+    def on(alias: str, other: str) -> str:
+        return " AND ".join(f"{alias}.{k} = {other}.{k}" for k in keys)
+
+    if t.key_kind == "rowid":
+        live_on, live_here = f"m.rowid = e.{keys[0]}", "m.rowid IS NOT NULL"
+    else:
+        live_on = " AND ".join(f"m.{quote_ident(c)} = e.{quote_ident(c)}" for c in t.pk)
+        live_here = f"m.{quote_ident(t.pk[0])} IS NOT NULL"
+
+    def pick(alias: str) -> str:
+        return ", ".join(f"{alias}.{quote_ident(c)}" for c in cols)
+
+    rows = conn.execute(
+        f"SELECT e.{DEAD}, {', '.join('e.' + k for k in keys)}, {pick('e')}, "
+        f"fz.{WORLD} IS NOT NULL, fz.{DEAD}, fz.{SEQ}, {pick('fz')}, "
+        f"hb.{OP}, {pick('hb')}, {live_here}, {pick('m')}, "
+        f"EXISTS (SELECT 1 FROM {h} AS h3 WHERE {on('h3', 'e')} "
+        f"AND h3.{SEQ} > coalesce(fz.{SEQ}, ?)) "
+        f"FROM {o} AS e "
+        f"LEFT JOIN {o} AS fz ON fz.{WORLD} = ? AND {on('fz', 'e')} "
+        f"LEFT JOIN {h} AS hb ON hb.{SEQ} = (SELECT min(h2.{SEQ}) FROM {h} AS h2 "
+        f"WHERE {on('h2', 'e')} AND h2.{SEQ} > ?) "
+        f"LEFT JOIN main.{quote_ident(t.name)} AS m ON {live_on} "
+        f"WHERE e.{WORLD} = ? AND e.{SEQ} > ? ORDER BY {', '.join('e.' + k for k in keys)}",
+        (horizon, -world.id, horizon, world.id, world.fork_seq),
+    ).fetchall()
+    width, ncols = len(keys), len(cols)
+    out = []
+    for r in rows:
+        dead, key = r[0], tuple(r[1 : 1 + width])
+        at = 1 + width
+        ours = None if dead else _row(t, r[at : at + ncols])
+        at += ncols
+        has_frozen, frozen_dead = r[at], r[at + 1]
+        frozen = None if frozen_dead else _row(t, r[at + 3 : at + 3 + ncols])
+        at += 3 + ncols
+        past_op, past = r[at], _row(t, r[at + 1 : at + 1 + ncols])
+        at += 1 + ncols
+        has_live, live = r[at], _row(t, r[at + 1 : at + 1 + ncols])
+        at += 1 + ncols
+        main_changed = bool(r[at])
+        if has_frozen:
+            base = frozen
+        elif past_op is not None:
+            base = past if past_op == 1 else None
+        else:
+            base = live if has_live else None
+        if ours == base:
+            continue
+        if t.key_kind == "rowid" and base is None:
+            out.append(Change(name, n, t, key, None, ours, None, False))
+            continue
+        out.append(Change(name, n, t, key, base, ours, live if has_live else None, main_changed))
     return out
 
 
