@@ -299,3 +299,28 @@ def test_rows_of_a_keyless_table_merge_without_taking_an_unrelated_rowid(db):
     db.merge("w")
     bodies = sorted(r["body"] for r in db.query("select body from notes"))
     assert bodies == ["from main", "from w", "kept"]
+
+
+def test_cli_json_gives_conflicts_as_data(tmp_path):
+    db = tmp_path / "db"
+    run_cli("init", db)
+    run_cli(db, "sql", "create table t(id integer primary key, v text)")
+    run_cli(db, "sql", "insert into t(v) values ('a')")
+    run_cli(db, "fork", "w")
+    run_cli(db, "sql", "-b", "w", "update t set v = 'w'")
+    run_cli(db, "sql", "update t set v = 'm'")
+    proc = run_cli(db, "merge", "w", "--json", check=False)
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)
+    assert error["code"] == "40001" and error["data"][0]["theirs"] == {"id": 1, "v": "m"}
+    preview = json.loads(run_cli(db, "merge-preview", "w", "--json").stdout)
+    assert preview["rows"][0]["base"] == {"id": 1, "v": "a"}
+    assert preview["rows"][0]["outcome"] == "conflict"
+
+
+def test_rebase_counts_only_the_parents_rows(team):
+    team.sql("update users set name = 'W2' where id = 2; update users set name = 'W1' "
+             "where id = 1", branch="w")
+    team.merge("w", only_keys=["users/2"])
+    team.sql("update users set name = 'M3' where id = 3")
+    assert team.rebase("w") == 1  # users/3; users/2 came from w itself

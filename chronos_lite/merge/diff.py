@@ -44,8 +44,8 @@ def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
     world = db.resolve(branch)
     if world is None:
         raise ChronosError(
-            "main has no fork to compare with: give a branch you forked, or compare two "
-            "branches with to",
+            "main has no fork to compare with: give a branch you forked (or compare a branch "
+            "with main: diff <branch> with to=main)",
             BAD_ARGUMENT,
         )
     parent = db.session(world.parent if world.parent_id is not None else None)

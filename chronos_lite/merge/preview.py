@@ -57,7 +57,7 @@ def preview(
         "conflicts": len(p.conflicts),
         "deletes": deletes,
         "total": len(rows),
-        "rows": [dict(zip(COLUMNS, r)) for r in page],
+        "rows": [_row_data(o) for o in p.outcomes[offset : offset + limit]],
     }
     return "\n".join([text, *([footer] if footer else []), *tail]), data
 
@@ -83,6 +83,24 @@ def _summary_rows(p: Plan) -> list[list]:
         ]
         for table, k in sorted(counts.items())
     ]
+
+
+def _row_data(o) -> dict:
+    c = o.change
+    return {
+        "table": c.table,
+        "id": c.id,
+        "outcome": o.outcome,
+        "detail": "DELETE: the merge deletes this row" if o.deletes else o.detail,
+        "base": _json_row(c.base),
+        "ours": _json_row(c.ours),
+        "theirs": _json_row(c.theirs),
+        "result": None if o.outcome == "conflict" else _json_row(o.result if o.write else c.theirs),
+    }
+
+
+def _json_row(row: dict | None) -> dict | None:
+    return None if row is None else {k: render.json_value(v) for k, v in row.items()}
 
 
 def _row(o) -> list:

@@ -105,20 +105,25 @@ def _write_entry(
 
 
 def _parent_rows_since_fork(db: Database, world) -> set[tuple]:
-    """(table, key) of the parent's rows that changed since the world's fork."""
+    """(table, key) of the parent's rows that changed since the world's fork, less the rows
+    the world itself gave the parent in a partial merge (its frozen copy stands after them)."""
     conn = db.main.conn
     out: set[tuple] = set()
     for name, (n, t) in db.tables().items():
         keys = ", ".join(quote_ident(c) for c in t.key_cols)
+        same = " AND ".join(f"f.{quote_ident(c)} = x.{quote_ident(c)}" for c in t.key_cols)
         if world.parent_id is None:
-            rows = conn.execute(
-                f"select distinct {keys} from {history_table(n)} where {SEQ} > ?",
-                (world.base.get(n, 0),),
-            )
+            changed = f"select {keys}, {SEQ} from {history_table(n)} where {SEQ} > ?"
+            arg = world.base.get(n, 0)
         else:
-            rows = conn.execute(
-                f"select {keys} from {overlay_table(n)} where {WORLD} = ? and {SEQ} > ?",
-                (world.parent_id, world.fork_seq),
-            )
+            changed = f"select {keys}, {SEQ} from {overlay_table(n)} where {WORLD} = ? "
+            changed += f"and {SEQ} > {world.fork_seq}"
+            arg = world.parent_id
+        rows = conn.execute(
+            f"select distinct {', '.join('x.' + quote_ident(c) for c in t.key_cols)} "
+            f"from ({changed}) as x where not exists (select 1 from {overlay_table(n)} as f "
+            f"where f.{WORLD} = ? and {same} and f.{SEQ} >= x.{SEQ})",
+            (arg, -world.id),
+        )
         out.update((name, tuple(r)) for r in rows)
     return out

@@ -156,8 +156,17 @@ def run(argv: Sequence[str]) -> int:
         print(op_parser(op).format_help())
         return 0
     args, as_json = parse_operation_args(op, rest[1:])
-    with chronos_lite.open(folder) as db:
-        reply = REGISTRY.call(db, name, args)
+    try:
+        with chronos_lite.open(folder) as db:
+            reply = REGISTRY.call(db, name, args)
+    except ChronosError as exc:
+        if not as_json:
+            raise
+        # scripts get a refusal as data too (the conflicts, the rows a rule names)
+        error = {"error": exc.message, "code": exc.code, "data": exc.data}
+        print(json.dumps(error, ensure_ascii=False, indent=2, default=str))
+        print(f"chronos: {exc.message}", file=sys.stderr)
+        return 1
     if as_json:
         print(json.dumps(reply.data, ensure_ascii=False, indent=2, default=str))
     else:
