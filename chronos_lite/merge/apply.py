@@ -392,10 +392,14 @@ def _generated(c: Change, name: str) -> bool:
 
 
 def _remember_merged(db: Database, p: Plan) -> None:
-    """After a partial merge the world stays open: what the parent now holds becomes the base
-    of the merged rows (frozen copy, world -id), stamped with the parent's position after the
-    merge, so the merge itself never reads as the parent changing them."""
+    """After a partial merge the world stays open. For each merged row, what the parent now
+    holds becomes the row's base (frozen copy, world -id), stamped with the parent's position
+    after the merge so the merge itself never reads as the parent changing it; and the world's
+    own row becomes the same (a combined or kept-as-theirs row settles the world too), so it is
+    no longer a change. That entry gets a new stamp on the world clock: for worlds forked from
+    this one, their parent did write the row."""
     conn = p.parent.conn
+    world_stamp = db.tick(conn)
     for o in p.outcomes:
         c = o.change
         if o.outcome == "conflict":
@@ -409,8 +413,7 @@ def _remember_merged(db: Database, p: Plan) -> None:
         )
         merged = o.result if o.write else c.theirs
         _put_entry(conn, c, -p.world.id, merged, stamp)
-        if merged == c.ours:  # nothing left to merge for this row
-            _put_entry(conn, c, p.world.id, c.ours, 0)
+        _put_entry(conn, c, p.world.id, merged, world_stamp)
 
 
 def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, seq: int) -> None:
