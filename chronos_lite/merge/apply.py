@@ -396,8 +396,8 @@ def _remember_merged(db: Database, p: Plan) -> None:
     holds becomes the row's base (frozen copy, world -id), stamped with the parent's position
     after the merge so the merge itself never reads as the parent changing it; and the world's
     own row becomes the same (a combined or kept-as-theirs row settles the world too), so it is
-    no longer a change. That entry gets a new stamp on the world clock: for worlds forked from
-    this one, their parent did write the row."""
+    no longer a change. When that changes the world's row, the entry gets a new stamp on the
+    world clock: for worlds forked from this one, their parent did write the row."""
     conn = p.parent.conn
     world_stamp = db.tick(conn)
     for o in p.outcomes:
@@ -413,7 +413,8 @@ def _remember_merged(db: Database, p: Plan) -> None:
         )
         merged = o.result if o.write else c.theirs
         _put_entry(conn, c, -p.world.id, merged, stamp)
-        _put_entry(conn, c, p.world.id, merged, world_stamp)
+        if merged != c.ours:  # the world's row changes: it did write it, for its children
+            _put_entry(conn, c, p.world.id, merged, world_stamp)
 
 
 def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, seq: int) -> None:
