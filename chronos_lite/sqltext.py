@@ -25,6 +25,19 @@ def quote_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def literal(value: object) -> str:
+    """Any SQLite value as an SQL literal (NULL, numbers, X'..' blobs, quoted text)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    return quote_literal(str(value))
+
+
 def _skip_quoted(sql: str, i: int) -> int:
     """Return the index just past the quoted token or comment starting at ``sql[i]``."""
     ch = sql[i]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import apsw
 
@@ -23,10 +22,10 @@ from .errors import ChronosError
 from .sqltext import (
     _skip_quoted,
     comma_parts,
+    literal,
     matching_paren,
     name_tokens,
     quote_ident,
-    quote_literal,
 )
 from .worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
 
@@ -184,7 +183,7 @@ def _adapt(text: str, binds: dict, renames: dict[str, str]) -> str:
         if param:
             if param.group(1) not in binds:
                 raise KeyError(param.group(1))
-            out.append(_literal(binds[param.group(1)]))
+            out.append(literal(binds[param.group(1)]))
             i = param.end()
             continue
         word = re.match(r"[A-Za-z_][A-Za-z0-9_$]*", text[i:])
@@ -197,15 +196,3 @@ def _adapt(text: str, binds: dict, renames: dict[str, str]) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
-
-
-def _literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, bytes):
-        return f"X'{value.hex()}'"
-    return quote_literal(str(value))

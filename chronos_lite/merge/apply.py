@@ -231,6 +231,16 @@ def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
     return ChronosError("\n".join(lines), errors.CONFLICT, data)
 
 
+def check_version(world: World, version: int | None) -> None:
+    """Refuse when the caller read the world at another version than it is at now."""
+    if version is not None and version != world.version:
+        raise ChronosError(
+            f"{world.name} is at version {world.version}, not {version}: it changed since; "
+            f"look at its diff again, then use its version now",
+            errors.CONFLICT,
+        )
+
+
 def _flag_interrupted(db: Database, world: World, confirm: bool) -> None:
     """A merge flags its world first, in a transaction of its own; the merge's commit clears
     it. A flag found here means a merge stopped half-way (nothing of it reached the parent,
@@ -263,12 +273,7 @@ def merge(
 ) -> Plan:
     """Merge a world into its parent (all of it, finishing it, or a part, leaving it open)."""
     world = db.world(name)
-    if version is not None and version != world.version:
-        raise ChronosError(
-            f"{name} is at version {world.version}, not {version}: it changed since; look at "
-            f"its diff again, then merge with its version now",
-            errors.CONFLICT,
-        )
+    check_version(world, version)
     children = db.children(world)
     if children and not opts.partial:
         raise ChronosError(

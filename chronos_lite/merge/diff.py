@@ -12,7 +12,7 @@ from ..db import Database
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_value
 from ..shadow import SEQ, WORLD, history_table, overlay_table
-from ..sqltext import quote_ident
+from ..sqltext import literal, quote_ident
 from .changes import Change, view_row, world_changes
 
 ORDER = {"delete": 0, "update": 1, "insert": 2}
@@ -102,18 +102,6 @@ def change_data(c: Change) -> dict:
 
 def _json_row(row: dict | None) -> dict | None:
     return None if row is None else {k: json_value(v) for k, v in row.items()}
-
-
-def literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, bytes):
-        return f"X'{value.hex()}'"
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _where(t: TableInfo, key: tuple) -> str:

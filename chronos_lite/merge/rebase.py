@@ -14,18 +14,13 @@ from ..db import Database
 from ..errors import ChronosError
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..sqltext import quote_ident
-from .apply import Options, conflict_error, plan
+from .apply import Options, check_version, conflict_error, plan
 
 
 def rebase(db: Database, name: str, opts: Options, version: int | None = None) -> int:
     """Rebase a world; returns how many of the parent's rows it took in."""
     world = db.world(name)
-    if version is not None and version != world.version:
-        raise ChronosError(
-            f"{name} is at version {world.version}, not {version}: it changed since; look "
-            f"at its diff again",
-            errors.CONFLICT,
-        )
+    check_version(world, version)
     if db.children(world):
         raise ChronosError(
             f"{name} has branches forked from it: merge or discard those first, then rebase",
