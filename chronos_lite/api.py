@@ -67,11 +67,15 @@ class Chronos(Database):
         only_keys: list[str] | None = None,
         into: str | None = None,
         version: int | None = None,
+        target: int | None = None,
+        confirm_deletes: int | None = None,
+        confirm: bool = False,
     ) -> merge_apply.Plan:
         """Merge a branch into its parent (or ``into`` another branch); raises ChronosError
-        (code 40001, the conflicts as ``data``) when rows both sides changed are unsettled."""
+        (code 40001, the conflicts as ``data``) when rows both sides changed are unsettled.
+        ``version``, ``target``, ``confirm_deletes`` and ``confirm`` as for the merge tool."""
         opts = merge_apply.Options(resolve, by_columns, rows or {}, only_tables, only_keys, into)
-        return merge_apply.merge(self, branch, opts, version)
+        return merge_apply.merge(self, branch, opts, version, confirm_deletes, target, confirm)
 
     def rebase(
         self,
