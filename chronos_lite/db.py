@@ -380,17 +380,6 @@ class Database:
             )
         return self.world(name)
 
-    def changes_count(self, world: World) -> int:
-        """Rows the world wrote since it was forked (entries in its overlay newer than the fork)."""
-        total = 0
-        conn = self._main.conn
-        for n, _t in self.tables().values():
-            total += conn.execute(
-                f"select count(*) from {overlay_table(n)} where {WORLD} = ? and {SEQ} > ?",
-                (world.id, world.fork_seq),
-            ).fetchone()[0]
-        return total
-
     def bump_version(self, conn: apsw.Connection, world: World) -> None:
         conn.execute("update _chronos_worlds set version = version + 1 where id = ?", (world.id,))
 

@@ -187,7 +187,7 @@ def _world_data(db: Database, world: Any) -> dict:
         "name": world.name,
         "world_id": world.wid,
         "parent": world.parent,
-        "changes": db.changes_count(world),
+        "changes": len(merge_diff.diff(db, world.name).changes),  # as diff counts them
         "version": world.version,
         "owner": world.owner,
         "meta": world.meta,

@@ -324,3 +324,11 @@ def test_rebase_counts_only_the_parents_rows(team):
     team.merge("w", only_keys=["users/2"])
     team.sql("update users set name = 'M3' where id = 3")
     assert team.rebase("w") == 1  # users/3; users/2 came from w itself
+
+
+def test_branches_counts_changes_as_diff_does(team):
+    team.sql("insert into users(name, email) values ('tmp', 'tmp@x')", branch="w")
+    team.sql("delete from users where email = 'tmp@x'", branch="w")  # inserted, then gone
+    team.sql("update users set name = 'W' where id = 1", branch="w")
+    listing = team.call("branches").data["branches"]
+    assert [b.get("changes") for b in listing] == [None, 1]
