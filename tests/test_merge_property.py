@@ -49,12 +49,6 @@ from hypothesis.stateful import (
 import chronos_lite
 from chronos_lite import ChronosError
 
-# True: the engine's behaviour since 987e0d8 (a partial merge stamps every merged row of the
-# world anew, so a world forked from it sees its parent as having written each of them, even a
-# row the parent world didn't change: a conflict the rule doesn't call for; see
-# test_a_partial_merge_that_leaves_a_row_as_it_was_is_no_conflict_for_a_child). False: the rule
-# as specified (only a merged row that changes in the world counts as written).
-
 SCHEMA = """
 create table t(id integer primary key, v text, n int);
 create table kv(k text primary key, v text, n int);
