@@ -18,9 +18,9 @@ from typing import Any
 import apsw
 
 from . import shadow
-from .catalog import PREFIX, TableInfo, table_info, user_tables
+from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
-from .shadow import DEAD, SEQ, WORLD, history_table, overlay_table
+from .shadow import SEQ, WORLD, history_table, overlay_table
 from .sqltext import quote_ident
 from .worldsql import CTX, CTX_DDL, world_objects
 
@@ -204,10 +204,6 @@ class Database:
         raise ChronosError(f"no table '{name}'; tables: {known}", NOT_FOUND)
 
     # --- worlds -----------------------------------------------------------------------------
-
-    def clock(self, conn: apsw.Connection | None = None) -> int:
-        conn = conn or self._main.conn
-        return conn.execute("select seq from _chronos_clock").fetchone()[0]
 
     def world(self, name: str, conn: apsw.Connection | None = None) -> World:
         """The open world of that name (raises a clear error if there is none)."""
@@ -487,8 +483,4 @@ def encode_meta(meta: Any) -> str:
     return text
 
 
-def is_internal(name: str) -> bool:
-    return name.startswith(PREFIX) or name.startswith("sqlite_")
-
-
-__all__ = ["Database", "World", "Session", "DB_FILE", "DEAD"]
+__all__ = ["Database", "World", "Session", "DB_FILE"]
