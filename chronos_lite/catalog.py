@@ -48,6 +48,11 @@ class TableInfo:
         return [c.name for c in self.columns]
 
     @property
+    def generated(self) -> set[str]:
+        """Names of generated columns (computed by SQLite, never written)."""
+        return {c.name for c in self.columns if c.generated}
+
+    @property
     def writable(self) -> list[Column]:
         return [c for c in self.columns if not c.generated]
 

@@ -22,7 +22,7 @@ from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .shadow import SEQ, WORLD, history_table, overlay_table
 from .sqltext import quote_ident
-from .worldsql import CTX, CTX_DDL, world_objects
+from .worldsql import CTX, CTX_DDL, MODES, world_objects
 
 DB_FILE = "chronos.db"
 BUSY_TIMEOUT_MS = 60_000
@@ -375,6 +375,22 @@ class Database:
                 "update _chronos_worlds set meta = ? where id = ?", (encode_meta(meta), world.id)
             )
         return self.world(name)
+
+    def begin_world_write(self, conn: apsw.Connection, mode: str, tick: bool = True) -> None:
+        """Before a write statement on a world: its conflict mode, the row count reset, and
+        (for a statement that writes) a new stamp of the world clock for the rows it writes."""
+        conn.execute(
+            f"update {CTX} set mode = ?, n = 0, seq = ?",
+            (MODES[mode], self.tick(conn) if tick else None),
+        )
+
+    @staticmethod
+    def rows_written(session: Session) -> int:
+        """Rows the last statement wrote: on a world its INSTEAD OF triggers count them (SQLite's
+        changes() is 0 for a view)."""
+        if session.world is not None:
+            return session.conn.execute(f"select n from {CTX}").fetchone()[0]
+        return session.conn.changes()
 
     def bump_version(self, conn: apsw.Connection, world: World) -> None:
         conn.execute("update _chronos_worlds set version = version + 1 where id = ?", (world.id,))

@@ -72,7 +72,7 @@ def get_op(db: Database, args: dict, caller: Caller) -> Reply:
         raise ChronosError(f"no row {t.name}/{args['id']} on {_branch(args)}", NOT_FOUND)
     return Reply(
         f"{t.name}/{args['id']} {render.row_json(row)}",
-        {"table": t.name, "id": args["id"], "row": _json_row(row)},
+        {"table": t.name, "id": args["id"], "row": render.json_row(row)},
     )
 
 
@@ -192,10 +192,6 @@ def _world_data(db: Database, world: Any) -> dict:
         "owner": world.owner,
         "meta": world.meta,
     }
-
-
-def _json_row(row: dict) -> dict:
-    return {k: render.json_value(v) for k, v in row.items()}
 
 
 __all__ = ["REGISTRY"]

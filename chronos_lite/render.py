@@ -57,5 +57,11 @@ def json_value(value: Any) -> Any:
     return value
 
 
+def json_row(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A row as JSON data (blobs as hex strings); None stays None (no row)."""
+    return None if row is None else {k: json_value(v) for k, v in row.items()}
+
+
 def row_json(row: dict[str, Any]) -> str:
-    return json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False)
+    """A row as one line of JSON text."""
+    return json.dumps(json_row(row), ensure_ascii=False)

@@ -17,7 +17,7 @@ from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
 from .sqltext import quote_ident
-from .worldsql import CTX, MODES, key_view
+from .worldsql import key_view
 
 
 def parse_id(t: TableInfo, text: str) -> list[Any]:
@@ -112,10 +112,7 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
                 BAD_ARGUMENT,
             )
         row[col] = value
-    generated = [c.name for c in t.columns if c.generated and c.name in row]
-    for col in generated:
-        row.pop(col)
-    return row
+    return {k: v for k, v in row.items() if k not in t.generated}
 
 
 def put(db: Database, branch: str | None, table: str, id_text: str, record: dict) -> bool:
@@ -151,10 +148,7 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
     def run(conn: apsw.Connection) -> None:
         cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)
         cur.fetchall()
-        gone = (
-            conn.execute(f"select n from {CTX}").fetchone()[0] if session.world else conn.changes()
-        )
-        if not gone:
+        if not db.rows_written(session):
             raise ChronosError(f"no row {t.name}/{id_text} on {session.branch}", NOT_FOUND)
 
     _write(db, session, run)
@@ -166,9 +160,7 @@ def _write(db: Database, session: Session, action: Callable[[apsw.Connection], A
     try:
         with db.write(conn):
             if session.world is not None:
-                conn.execute(
-                    f"update {CTX} set mode = ?, n = 0, seq = ?", (MODES["replace"], db.tick(conn))
-                )
+                db.begin_world_write(conn, "replace")
             result = action(conn)
             if session.world is not None:
                 db.bump_version(conn, session.world)

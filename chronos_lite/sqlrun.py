@@ -17,7 +17,6 @@ from . import errors, shadow, sqltext
 from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
-from .worldsql import CTX, MODES
 from .worldstmt import adapt_insert
 
 
@@ -108,9 +107,7 @@ def _statement(
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
         _drop_history_triggers_for(conn, stmt)
     if session.world is not None:
-        mode = MODES[sqltext.conflict_mode(stmt)]
-        seq = db.tick(conn) if sqltext.may_write(stmt) else None
-        conn.execute(f"UPDATE {CTX} SET mode = ?, n = 0, seq = ?", (mode, seq))
+        db.begin_world_write(conn, sqltext.conflict_mode(stmt), sqltext.may_write(stmt))
     if session.world is not None and words[:1] in (["INSERT"], ["REPLACE"]):
         adapted = adapt_insert(db, session, stmt, binds, _execute)
         if adapted is not None:
@@ -120,7 +117,7 @@ def _statement(
                 return StatementResult(stmt, tag=f"INSERT 0 {adapted.changed}")
             return StatementResult(stmt, adapted.columns, adapted.rows)
     rows, desc = _execute(conn, stmt, binds)
-    changed = _changed(session)
+    changed = db.rows_written(session)
     if changed and session.world is not None:
         db.bump_version(conn, session.world)
     if ddl:
@@ -173,13 +170,6 @@ def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple
     finally:
         conn.authorizer = None
     return rows, (description[0] if description else ())
-
-
-def _changed(session: Session) -> int:
-    """Rows the statement wrote: on a world the INSTEAD OF triggers count them."""
-    if session.world is not None:
-        return session.conn.execute(f"select n from {CTX}").fetchone()[0]
-    return session.conn.changes()
 
 
 def _tag(stmt: str, changed: int) -> str:

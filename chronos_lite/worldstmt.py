@@ -61,7 +61,7 @@ def adapt_insert(
         execute(conn, head, binds)
     finally:
         _set_insert_trigger(conn, t, n, world, None, False)
-    changed = conn.execute(f"select n from {CTX}").fetchone()[0]
+    changed = db.rows_written(session)
     if returning is None:
         return Inserted([], [], changed)
     rows, desc = execute(conn, _returning_query(t, n, returning, alias), binds)

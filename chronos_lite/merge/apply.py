@@ -22,7 +22,7 @@ from ..errors import ChronosError
 from ..rows import parse_id
 from ..shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..sqltext import quote_ident
-from ..worldsql import CTX, MODES, key_view
+from ..worldsql import CTX, key_view
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 
@@ -335,7 +335,7 @@ def _apply(db: Database, p: Plan) -> None:
     if p.parent.world is None:
         conn.execute("pragma defer_foreign_keys = on")  # checked once, on the merged result
     else:
-        conn.execute(f"update {CTX} set mode = ?, n = 0, seq = ?", (MODES["abort"], db.tick(conn)))
+        db.begin_world_write(conn, "abort")
     for o in p.writes:
         try:
             _write(p.parent, o.change, o.result)
@@ -372,7 +372,7 @@ def _write(session: Session, c: Change, result: dict | None) -> None:
     if result is None:
         conn.execute(f"delete from {target} where {where}", c.key)
         return
-    row = {k: v for k, v in result.items() if not _generated(c, k)}
+    row = {k: v for k, v in result.items() if k not in c.t.generated}
     # A row new to a table without a primary key gets a fresh hidden rowid in the parent:
     # the world's may name an unrelated row there since.
     hidden_new = c.t.key_kind == "rowid" and c.base is None
@@ -390,10 +390,6 @@ def _write(session: Session, c: Change, result: dict | None) -> None:
         values.append(c.key[0])
     marks = ", ".join("?" for _ in cols)
     conn.execute(f"insert into {target}({', '.join(cols)}) values ({marks})", values)
-
-
-def _generated(c: Change, name: str) -> bool:
-    return any(col.name == name and col.generated for col in c.t.columns)
 
 
 def _remember_merged(db: Database, p: Plan) -> None:

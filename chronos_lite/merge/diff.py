@@ -10,7 +10,7 @@ from typing import Any
 from ..catalog import TableInfo
 from ..db import Database
 from ..errors import BAD_ARGUMENT, ChronosError
-from ..render import json_value
+from ..render import json_row, json_value, row_json
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..sqltext import literal, quote_ident
 from .changes import Change, view_row, world_changes
@@ -57,9 +57,7 @@ def show(value: Any) -> str:
 
 
 def row_text(row: dict | None) -> str:
-    if row is None:
-        return "(none)"
-    return json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False)
+    return "(none)" if row is None else row_json(row)
 
 
 def change_line(c: Change) -> str:
@@ -95,13 +93,9 @@ def change_data(c: Change) -> dict:
         "id": c.id,
         "kind": c.kind,
         "fields": c.fields,
-        "base": _json_row(c.base),
-        "ours": _json_row(c.ours),
+        "base": json_row(c.base),
+        "ours": json_row(c.ours),
     }
-
-
-def _json_row(row: dict | None) -> dict | None:
-    return None if row is None else {k: json_value(v) for k, v in row.items()}
 
 
 def _where(t: TableInfo, key: tuple) -> str:
@@ -117,14 +111,10 @@ def change_sql(c: Change) -> str:
     if c.kind == "update":
         sets = ", ".join(f"{quote_ident(f)} = {literal(c.ours[f])}" for f in c.fields)
         return f"UPDATE {table} SET {sets} WHERE {_where(c.t, c.key)};"
-    cols = [k for k in c.ours if not _generated(c.t, k)]
+    cols = [k for k in c.ours if k not in c.t.generated]
     names = ", ".join(quote_ident(k) for k in cols)
     values = ", ".join(literal(c.ours[k]) for k in cols)
     return f"INSERT INTO {table}({names}) VALUES ({values});"
-
-
-def _generated(t: TableInfo, name: str) -> bool:
-    return any(col.name == name and col.generated for col in t.columns)
 
 
 def compare(db: Database, branch: str, other: str) -> Diff:

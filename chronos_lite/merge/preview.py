@@ -92,15 +92,13 @@ def _row_data(o) -> dict:
         "id": c.id,
         "outcome": o.outcome,
         "detail": "DELETE: the merge deletes this row" if o.deletes else o.detail,
-        "base": _json_row(c.base),
-        "ours": _json_row(c.ours),
-        "theirs": _json_row(c.theirs),
-        "result": None if o.outcome == "conflict" else _json_row(o.result if o.write else c.theirs),
+        "base": render.json_row(c.base),
+        "ours": render.json_row(c.ours),
+        "theirs": render.json_row(c.theirs),
+        "result": None
+        if o.outcome == "conflict"
+        else render.json_row(o.result if o.write else c.theirs),
     }
-
-
-def _json_row(row: dict | None) -> dict | None:
-    return None if row is None else {k: render.json_value(v) for k, v in row.items()}
 
 
 def _row(o) -> list:

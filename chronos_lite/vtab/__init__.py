@@ -19,13 +19,12 @@ import apsw.ext
 from ..db import Database
 from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
-from ..render import json_value
+from ..render import row_json
 
 
 def _json(row: dict | None) -> str | None:
-    if row is None:
-        return None
-    return json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False)
+    """A row as JSON text for a system table's column; NULL for no row."""
+    return None if row is None else row_json(row)
 
 
 def register(db: Database, conn: apsw.Connection) -> None:
