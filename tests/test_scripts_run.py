@@ -1,4 +1,4 @@
-"""The benchmark and the example are scripts people run: they must keep working (no timings)."""
+"""The benchmarks and the example are scripts people run: they must keep working (no timings)."""
 
 from __future__ import annotations
 
@@ -9,44 +9,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _run(script: str, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / script), *args],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
 def test_benchmark_quick_run_completes(tmp_path):
     out = tmp_path / "figures.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_worlds.py"),
-            "--quick",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _run("benchmarks/bench_worlds.py", "--quick", "--json", str(out))
     assert "targets missed" in proc.stdout
     assert out.read_text().startswith(("{", "["))
 
 
 def test_quickstart_example_runs(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "quickstart.py"), str(tmp_path / "shop")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _run("examples/quickstart.py", str(tmp_path / "shop"))
     assert "Ada L." in proc.stdout and "discarded branch task-1" in proc.stdout
 
 
 def test_merge_benchmark_quick_run_completes():
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_merge.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _run("benchmarks/bench_merge.py", "--quick")
     assert "merge of 2,000 changes" in proc.stdout
