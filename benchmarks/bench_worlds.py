@@ -161,8 +161,9 @@ ONE_ROW = "insert into items values (null, 1, 1.0, 'x')"
 
 def bench_fork(sizes: Sizes, work: Path) -> list[Figure]:
     small, big = sizes.fork_small, sizes.fork_big
-    dbs = {n: adopt(build_plain(work / f"fork{n}.sqlite", n), work / f"fork{n}")
-           for n in (small, big)}
+    dbs = {
+        n: adopt(build_plain(work / f"fork{n}.sqlite", n), work / f"fork{n}") for n in (small, big)
+    }
     raw = raw_copy(work / f"fork{small}.sqlite", work / "fork-raw.sqlite")
     times: dict[object, list[float]] = {small: [], big: [], "raw": []}
     for i in range(sizes.forks):
@@ -174,13 +175,31 @@ def bench_fork(sizes: Sizes, work: Path) -> list[Figure]:
     for db in dbs.values():
         db.close()
     figures = [
-        Figure(f"fork, {label(n)} rows", "ms", median[n], median["raw"], "raw 1-row commit",
-               median[n] / median["raw"], "< 10 ms", median[n] < 10)
+        Figure(
+            f"fork, {label(n)} rows",
+            "ms",
+            median[n],
+            median["raw"],
+            "raw 1-row commit",
+            median[n] / median["raw"],
+            "< 10 ms",
+            median[n] < 10,
+        )
         for n in (small, big)
     ]
     growth = median[big] / median[small]
-    figures.append(Figure(f"fork {label(big)} / fork {label(small)}", "ms", median[big],
-                          median[small], f"fork {label(small)}", growth, "<= 1.5", growth <= 1.5))
+    figures.append(
+        Figure(
+            f"fork {label(big)} / fork {label(small)}",
+            "ms",
+            median[big],
+            median[small],
+            f"fork {label(small)}",
+            growth,
+            "<= 1.5",
+            growth <= 1.5,
+        )
+    )
     return figures
 
 
@@ -196,11 +215,19 @@ def change_plan(count: int, rng: random.Random) -> list[tuple[str, tuple]]:
         if k % 10 == 0:
             plan.append(("delete from items where id = ?", (i,)))
         elif k % 10 == 1:
-            plan.append(("insert into items(category, price, name) values (?, ?, ?)",
-                         (rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new")))
+            plan.append(
+                (
+                    "insert into items(category, price, name) values (?, ?, ?)",
+                    (rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new"),
+                )
+            )
         else:
-            plan.append(("update items set price = ?, category = ? where id = ?",
-                         (rng.randrange(100, 100_000) / 100, rng.randrange(CATEGORIES), i)))
+            plan.append(
+                (
+                    "update items set price = ?, category = ? where id = ?",
+                    (rng.randrange(100, 100_000) / 100, rng.randrange(CATEGORIES), i),
+                )
+            )
     return plan
 
 
@@ -224,11 +251,16 @@ def read_jobs(conn: apsw.Connection, ids: list[int], cats: list[int]) -> dict[st
 
     def aggregates() -> None:
         for c in cats:
-            conn.execute("select count(*), avg(price) from items where category = ?",
-                         (c,)).fetchall()
+            conn.execute(
+                "select count(*), avg(price) from items where category = ?", (c,)
+            ).fetchall()
 
-    return {"full scan": scan, "full scan, rows to the client": fetch_all,
-            "point lookup": lookups, "filtered aggregate": aggregates}
+    return {
+        "full scan": scan,
+        "full scan, rows to the client": fetch_all,
+        "point lookup": lookups,
+        "filtered aggregate": aggregates,
+    }
 
 
 def check_same(conns: dict[str, apsw.Connection]) -> None:
@@ -252,30 +284,48 @@ def bench_reads(sizes: Sizes, work: Path) -> list[Figure]:
         db.fork(f"chain{d}", parent)
         apply(db, f"chain{d}", plan[d - 1 :: 8])
         parent = f"chain{d}"
-    conns = {"main": db.session("main").conn, "depth 1": db.session("depth1").conn,
-             "depth 8": db.session("chain8").conn}
+    conns = {
+        "main": db.session("main").conn,
+        "depth 1": db.session("depth1").conn,
+        "depth 8": db.session("chain8").conn,
+    }
     check_same(conns)
     ids = [rng.randrange(1, n + 1) for _ in range(sizes.lookups)]
     cats = rng.sample(range(CATEGORIES), 10)
-    jobs = {(branch, q): (lambda fn=fn: timed(fn))
-            for branch, conn in conns.items() for q, fn in read_jobs(conn, ids, cats).items()}
+    jobs = {
+        (branch, q): (lambda fn=fn: timed(fn))
+        for branch, conn in conns.items()
+        for q, fn in read_jobs(conn, ids, cats).items()
+    }
     # The lookups take most of the time; the short queries get more rounds to find their best.
     lookups = {key: job for key, job in jobs.items() if key[1] == "point lookup"}
     others = {key: job for key, job in jobs.items() if key[1] != "point lookup"}
     best = best_of(sizes.rounds + 2, lookups) | best_of(3 * (sizes.rounds + 2), others)
     db.close()
     figures = []
-    per = {"full scan": (1, "ms", 1e3, 1.3),
-           "full scan, rows to the client": (1, "ms", 1e3, 1.3),
-           "point lookup": (len(ids), "us", 1e6, 1.3),
-           "filtered aggregate": (len(cats), "ms", 1e3, 1.5)}
+    per = {
+        "full scan": (1, "ms", 1e3, 1.3),
+        "full scan, rows to the client": (1, "ms", 1e3, 1.3),
+        "point lookup": (len(ids), "us", 1e6, 1.3),
+        "filtered aggregate": (len(cats), "ms", 1e3, 1.5),
+    }
     for q, (count, unit, scale, limit) in per.items():
         base = best[("main", q)] / count * scale
         for depth in ("depth 1", "depth 8"):
             value = best[(depth, q)] / count * scale
             ratio = value / base
-            figures.append(Figure(f"{q}, world {depth}", unit, value, base, "same query on main",
-                                  ratio, f"<= {limit}", ratio <= limit))
+            figures.append(
+                Figure(
+                    f"{q}, world {depth}",
+                    unit,
+                    value,
+                    base,
+                    "same query on main",
+                    ratio,
+                    f"<= {limit}",
+                    ratio <= limit,
+                )
+            )
     return figures
 
 
@@ -288,11 +338,15 @@ UPDATE = "update items set price = ? where id = ?"
 
 def batches(sizes: Sizes, rng: random.Random) -> dict[str, tuple[str, list[tuple]]]:
     """A fresh batch of each kind: new rows, and updates of distinct existing rows."""
-    new = [(rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new")
-           for _ in range(sizes.batch)]
+    new = [
+        (rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new")
+        for _ in range(sizes.batch)
+    ]
     ids = rng.sample(range(1, sizes.write_rows + 1), sizes.batch)
-    return {"insert": (INSERT, new),
-            "update": (UPDATE, [(rng.randrange(100, 100_000) / 100, i) for i in ids])}
+    return {
+        "insert": (INSERT, new),
+        "update": (UPDATE, [(rng.randrange(100, 100_000) / 100, i) for i in ids]),
+    }
 
 
 class WorldWriter:
@@ -343,10 +397,18 @@ def bench_writes(sizes: Sizes, work: Path) -> list[Figure]:
         for w, limit in targets.items():
             rate = sizes.batch / best[(w, kind)]
             ratio = rate / raw_rate
-            figures.append(Figure(
-                f"{kind} rows/s, {w}", "rows/s", rate, raw_rate, "raw SQLite file", ratio,
-                f">= 1/{round(1 / limit)}" if limit else "(info)",
-                ratio >= limit if limit else None))
+            figures.append(
+                Figure(
+                    f"{kind} rows/s, {w}",
+                    "rows/s",
+                    rate,
+                    raw_rate,
+                    "raw SQLite file",
+                    ratio,
+                    f">= 1/{round(1 / limit)}" if limit else "(info)",
+                    ratio >= limit if limit else None,
+                )
+            )
     return figures
 
 
@@ -371,8 +433,9 @@ def table(figures: list[Figure]) -> str:
     for f in figures:
         result = {True: "PASS", False: "MISS", None: ""}[f.passed]
         ratio = "-" if f.ratio is None else f"{f.ratio:.{2 if f.ratio >= 0.1 else 3}f}x"
-        lines.append((f.name, number(f.chronos, f.unit), number(f.base, f.unit), ratio,
-                      f.target, result))
+        lines.append(
+            (f.name, number(f.chronos, f.unit), number(f.base, f.unit), ratio, f.target, result)
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for k, line in enumerate(lines):
@@ -389,8 +452,9 @@ def revision() -> str:
     package = Path(chronos_lite.__file__).resolve().parent
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=package, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=package, capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     try:
         dirty = git("status", "--porcelain", "--", ".")
@@ -441,8 +505,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="run-", dir=WORK))
     figures: list[Figure] = []
     try:
-        for section, bench in (("fork", bench_fork), ("reads", bench_reads),
-                               ("writes", bench_writes)):
+        for section, bench in (
+            ("fork", bench_fork),
+            ("reads", bench_reads),
+            ("writes", bench_writes),
+        ):
             start = time.perf_counter()
             figures += bench(sizes, work)
             print(f"  {section}: {time.perf_counter() - start:.1f} s", flush=True)
@@ -453,8 +520,9 @@ def main(argv: list[str] | None = None) -> int:
     missed = [f.name for f in figures if f.passed is False]
     print(f"\n{len(missed)} of {sum(f.passed is not None for f in figures)} targets missed")
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {**env, "figures": [asdict(f) for f in figures]}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps({**env, "figures": [asdict(f) for f in figures]}, indent=2) + "\n"
+        )
     return 0
 
 

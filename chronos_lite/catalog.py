@@ -42,6 +42,24 @@ class TableInfo:
     without_rowid: bool
     autoincrement: bool
     sql: str
+    # A table a world created lives in the file under an internal name until it merges; a
+    # column a world added is not in main's table (main's rows read its default).
+    stored_as: str = ""
+    world_columns: frozenset[str] = frozenset()
+
+    @property
+    def stored(self) -> str:
+        """The name of the real table in the file."""
+        return self.stored_as or self.name
+
+    def main_columns(self, prefix: str = "") -> str:
+        """Select-list of the columns from the real table (``prefix``: its alias and a dot)."""
+        return ", ".join(
+            f"{c.default if c.default is not None else 'NULL'} AS {quote_ident(c.name)}"
+            if c.name in self.world_columns
+            else prefix + quote_ident(c.name)
+            for c in self.columns
+        )
 
     @property
     def column_names(self) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from . import shadow
+from . import shadow, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .shadow import SEQ, WORLD, history_table, overlay_table
@@ -116,9 +116,20 @@ class Database:
         self._main = Session(_connect(self.path, "full"))
         self._worlds: OrderedDict[int, Session] = OrderedDict()
         self._tables: dict[str, tuple[int, TableInfo]] = {}
+        self._world_tables: dict[int, tuple[tuple, dict]] = {}
         self._schema_version: int | None = None
         self.caller_name = OWNER
         self.connection_ready(self._main.conn)
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Chronos' own tables added since the file was made (a read when there are none)."""
+        conn = self._main.conn
+        if not conn.execute(
+            "select 1 from sqlite_schema where name = '_chronos_schema'"
+        ).fetchone():
+            with self.write(conn):
+                shadow.install_base(conn)
 
     def connection_ready(self, conn: apsw.Connection) -> None:
         """Called for every connection chronos opens (the API adds its SQL functions)."""
@@ -193,8 +204,28 @@ class Database:
             self._sync(conn)
         self._schema_version = None
 
-    def table(self, name: str) -> tuple[int, TableInfo]:
+    def tables_for(
+        self, world: World | None, conn: apsw.Connection | None = None
+    ) -> dict[str, tuple[int, TableInfo]]:
+        """A branch's tables: main's, changed by the schema changes made on the world (and on
+        the worlds it forked from, up to its fork). ``conn``: read there (a transaction that
+        made a schema change sees it)."""
         tables = self.tables()
+        if world is None:
+            return tables
+        conn = conn or self._main.conn
+        key = (self._schema_version, world.fork_seq, worldschema.signature(conn))
+        cached = self._world_tables.get(world.id)
+        if cached and cached[0] == key and conn.get_autocommit():
+            return cached[1]
+        ops = worldschema.visible_ops(conn, world.id)
+        out = worldschema.apply_ops(conn, tables, ops) if ops else tables
+        if conn.get_autocommit():
+            self._world_tables[world.id] = (key, out)
+        return out
+
+    def table(self, name: str, world: World | None = None) -> tuple[int, TableInfo]:
+        tables = self.tables_for(world)
         if name in tables:
             return tables[name]
         for tname, entry in tables.items():
@@ -301,7 +332,7 @@ class Database:
             )
             new_id = conn.last_insert_rowid()
             if parent:
-                for n, _t in tables.values():
+                for n, _t in self.tables_for(parent, conn).values():
                     # The world's working copy, and a frozen one (world -id): the parent as the
                     # world saw it at the fork, the base of its diff and merge.
                     conn.execute(self._copy_overlay_sql(n), (new_id, parent.id))
@@ -350,6 +381,7 @@ class Database:
         return gone
 
     def finish_world(self, conn: apsw.Connection, world_id: int, state: str = "discarded") -> None:
+        worldschema.discard_ops(conn, world_id)  # (a merge has taken what it merged)
         for (n,) in conn.execute("select id from _chronos_tables").fetchall():
             conn.execute(
                 f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)
@@ -400,8 +432,8 @@ class Database:
     def session(self, branch: str | None) -> Session:
         """A connection placed on ``branch``, its world views current."""
         world = self.resolve(branch)
-        tables = self.tables()
         if world is None:
+            self.tables()
             return self._main
         session = self._worlds.get(world.id)
         if session is None:
@@ -415,28 +447,48 @@ class Database:
         else:
             self._worlds.move_to_end(world.id)
         session.world = world
-        key = (world.id, json.dumps(world.base), self._schema_version)
+        tables = self.tables_for(world)
+        key = (
+            world.id,
+            json.dumps(world.base),
+            world.fork_seq,
+            self._schema_version,
+            worldschema.signature(self._main.conn),
+        )
         if session.built_for != key:
-            self._build_world(session, tables, world)
+            session.conn.execute("BEGIN")
+            try:
+                self._place(session, tables)
+            finally:
+                session.conn.execute("COMMIT")
             session.built_for = key
         return session
 
-    def _build_world(self, session: Session, tables: dict, world: World) -> None:
-        conn = session.conn
+    def _place(self, session: Session, tables: dict) -> None:
+        """Put the session's connection on its world: its views and triggers."""
+        conn, world = session.conn, session.world
         for (name,) in conn.execute(
             "select name from temp.sqlite_schema where type = 'view'"
         ).fetchall():
             conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
-        statements = world_objects(tables, world.id, world.base)
-        conn.execute("BEGIN")
-        try:
-            for stmt in statements:
-                conn.execute(stmt)
-            _copy_user_views(conn)
-        finally:
-            conn.execute("COMMIT")
+        for stmt in world_objects(tables, world.id, world.base):
+            conn.execute(stmt)
+        mine = {name.lower() for name in tables}
+        for name in self.tables():
+            if name.lower() not in mine:  # the world dropped it: main's must not show through
+                conn.execute(
+                    f"CREATE TEMP VIEW {quote_ident(name)} AS SELECT * FROM "
+                    f"temp.{quote_ident(worldschema.DROPPED + name)}"
+                )
+        _copy_user_views(conn)
         session.own_temp = {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
         session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
+
+    def rebuild_world(self, session: Session) -> None:
+        """After a schema change on the session's world, inside the transaction that made it
+        (a rollback puts the old views back; the next call rebuilds them anyway)."""
+        self._place(session, self.tables_for(session.world, session.conn))
+        session.built_for = None
 
     def end_call(self, session: Session) -> None:
         """Each call is its own session: drop TEMP objects the call created."""

@@ -19,6 +19,11 @@ CONFLICT = "40001"
 SQL_ERROR = "42000"
 IN_USE = "55006"
 
+OWN_TABLES = (
+    "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations "
+    "(fork, discard, set_meta, ...)"
+)
+
 
 class ChronosError(Exception):
     """A failure a user can act on: ``message`` says how to fix the call; nothing was changed."""

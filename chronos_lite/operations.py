@@ -87,7 +87,7 @@ def put_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = _branch(args)
     created = rows.put(db, branch, args["table"], args["id"], args["record"])
     verb = "created" if created else "replaced"
-    _, t = db.table(args["table"])
+    _, t = db.table(args["table"], db.resolve(branch))
     return Reply(
         f"{verb} {t.name}/{args['id']} on {branch}",
         {"table": t.name, "id": args["id"], "created": created, "branch": branch},
@@ -100,7 +100,7 @@ def put_op(db: Database, args: dict, caller: Caller) -> Reply:
 def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = _branch(args)
     rows.delete(db, branch, args["table"], args["id"])
-    _, t = db.table(args["table"])
+    _, t = db.table(args["table"], db.resolve(branch))
     return Reply(
         f"deleted {t.name}/{args['id']} on {branch}",
         {"table": t.name, "id": args["id"], "branch": branch},
@@ -187,7 +187,7 @@ def _world_data(db: Database, world: Any) -> dict:
         "name": world.name,
         "world_id": world.wid,
         "parent": world.parent,
-        "changes": len(merge_diff.diff(db, world.name).changes),  # as diff counts them
+        "changes": merge_diff.diff(db, world.name).count,  # as diff counts them
         "version": world.version,
         "owner": world.owner,
         "meta": world.meta,
@@ -232,17 +232,22 @@ def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
     if args.get("readers"):
         text, found = merge_preview.readers(db, d)
         return Reply(text, {"branch": branch, "readers": found})
-    data = {"branch": branch, "count": len(d.changes), "summary": d.summary()}
+    data = {"branch": branch, "count": d.count, "summary": d.summary()}
     if args.get("count"):
         return Reply(d.summary(), data)
     ordered = d.ordered()
     offset, limit = args.get("offset", 0), args.get("limit", 20)
     page = ordered[offset : offset + limit]
     data["changes"] = [merge_diff.change_data(c) for c in page]
+    schema = [s.op.sql(s.table) + ";" for s in d.schema] if offset == 0 else []
+    if d.schema:
+        data["schema"] = [
+            {"table": s.table, "kind": s.op.kind, "sql": s.op.sql(s.table)} for s in d.schema
+        ]
     if args.get("as_sql"):
         footer = merge_diff.page_footer(offset, len(page), len(ordered), "changes", "diff")
         text = "\n".join(
-            [f"-- {d.summary()}", *(merge_diff.change_sql(c) for c in page)]
+            [f"-- {d.summary()}", *schema, *(merge_diff.change_sql(c) for c in page)]
             + ([f"-- {footer}"] if footer else [])
         )
         return Reply(text, data)
@@ -270,7 +275,7 @@ def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
         args.get("target"),
         bool(args.get("confirm")),
     )
-    n = len(p.writes)
+    n = len(p.writes) + len(p.schema)
     noun = "change" if n == 1 else "changes"
     text = f"merged {n} {noun} from {name} into {p.parent_name}"
     if p.partial:

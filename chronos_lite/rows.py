@@ -82,9 +82,9 @@ def _key_condition(t: TableInfo, rowid_col: str) -> str:
 def get(
     db: Database, branch: str | None, table: str, id_text: str
 ) -> tuple[TableInfo, dict | None]:
-    n, t = db.table(table)
-    key = parse_id(t, id_text)
     session = db.session(branch)
+    n, t = db.table(table, session.world)
+    key = parse_id(t, id_text)
     source, rowid_col = _source(session, n, t)
     cols = ", ".join(quote_ident(c) for c in t.column_names)
     row = session.conn.execute(
@@ -117,10 +117,10 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
 
 def put(db: Database, branch: str | None, table: str, id_text: str, record: dict) -> bool:
     """Create or replace a whole row. Returns True if it was created."""
-    n, t = db.table(table)
+    session = db.session(branch)
+    n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
     row = _check_record(t, record, key, id_text)
-    session = db.session(branch)
     source, rowid_col = _source(session, n, t)
     cols = list(row)
     values = list(row.values())
@@ -140,9 +140,9 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
 
 
 def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
-    n, t = db.table(table)
-    key = parse_id(t, id_text)
     session = db.session(branch)
+    n, t = db.table(table, session.world)
+    key = parse_id(t, id_text)
     source, rowid_col = _source(session, n, t)
 
     def run(conn: apsw.Connection) -> None:

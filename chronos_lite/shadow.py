@@ -18,7 +18,7 @@ import json
 
 import apsw
 
-from .catalog import PREFIX, ROWID_COL, TableInfo, table_info, user_tables
+from .catalog import PREFIX, ROWID_COL, Column, TableInfo, table_info, user_tables
 from .sqltext import comma_parts, name_tokens, quote_ident, quote_literal
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
@@ -61,6 +61,17 @@ CREATE UNIQUE INDEX IF NOT EXISTS _chronos_worlds_open_name ON _chronos_worlds(n
 CREATE INDEX IF NOT EXISTS _chronos_worlds_parent ON _chronos_worlds(parent)
     WHERE state = 'open';
 CREATE TABLE IF NOT EXISTS _chronos_counters(table_id INTEGER PRIMARY KEY, hi INTEGER NOT NULL);
+-- Schema changes made on worlds, not merged yet (see worldschema.py).
+CREATE TABLE IF NOT EXISTS _chronos_schema(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- a new id whenever an op changes hands
+    world INTEGER NOT NULL,
+    clock INTEGER NOT NULL,  -- the world clock when the world made it (or got it by a merge)
+    kind TEXT NOT NULL,      -- create | add | drop
+    table_id INTEGER NOT NULL,
+    name TEXT NOT NULL,      -- the table's name when the op was made
+    detail TEXT NOT NULL     -- JSON: the CREATE statement's text after the name; for add,
+                             -- the column's definition and description
+);
 INSERT OR IGNORE INTO _chronos_meta VALUES ('format', {FORMAT_VERSION});
 """
 
@@ -178,7 +189,7 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
 # --- shadow tables ---------------------------------------------------------------------------
 
 
-def _history_ddl(t: TableInfo, n: int) -> list[str]:
+def history_ddl(t: TableInfo, n: int) -> list[str]:
     # Same declared types as main: every arm of a world's view then has the same affinity,
     # so comparisons on the view behave as they do on the real table.
     h = history_table(n)
@@ -193,7 +204,7 @@ def _history_ddl(t: TableInfo, n: int) -> list[str]:
     ]
 
 
-def _overlay_ddl(t: TableInfo, n: int) -> list[str]:
+def overlay_ddl(t: TableInfo, n: int) -> list[str]:
     o = overlay_table(n)
     cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
     if t.key_kind == "rowid":
@@ -330,8 +341,10 @@ def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
 
 def _registry(conn: apsw.Connection) -> dict[int, dict]:
     out = {}
+    # (A table a world created is the world's until it merges: not main's to follow.)
     for n, name, columns, dropped in conn.execute(
-        "select id, name, columns, dropped from _chronos_tables"
+        "select id, name, columns, dropped from _chronos_tables where id not in "
+        "(select table_id from _chronos_schema where kind = 'create')"
     ):
         out[n] = {"name": name, "columns": json.loads(columns), "dropped": dropped}
     return out
@@ -365,17 +378,23 @@ def _add_or_rename_columns(
     merged = list(known)
     for c in t.columns:
         if c.name not in merged:
-            # With main's default, rows written before the column existed read as main's do.
-            default = f" DEFAULT {c.default}" if c.default is not None else ""
             for tbl in (history_table(n), overlay_table(n)):
-                try:
-                    conn.execute(
-                        f"alter table {tbl} add column {quote_ident(c.name)} {c.decltype}{default}"
-                    )
-                except apsw.SQLError:  # a default ADD COLUMN refuses (not a constant)
-                    conn.execute(f"alter table {tbl} add column {quote_ident(c.name)} {c.decltype}")
+                add_shadow_column(conn, tbl, c)
             merged.append(c.name)
     return merged
+
+
+def add_shadow_column(conn: apsw.Connection, table: str, c: Column) -> None:
+    """A column for a shadow table (history or overlay), unless it has one of that name (a
+    world added it first). With the column's default, rows written before it existed read as
+    main's do."""
+    if c.name.lower() in (r[1].lower() for r in conn.execute(f"pragma table_info({table})")):
+        return
+    default = f" DEFAULT {c.default}" if c.default is not None else ""
+    try:
+        conn.execute(f"alter table {table} add column {quote_ident(c.name)} {c.decltype}{default}")
+    except apsw.SQLError:  # ADD COLUMN refuses a default that isn't a constant
+        conn.execute(f"alter table {table} add column {quote_ident(c.name)} {c.decltype}")
 
 
 def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
@@ -408,7 +427,7 @@ def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
                 (name, json.dumps(t.column_names)),
             )
             n = conn.last_insert_rowid()
-            for ddl in _history_ddl(t, n) + _overlay_ddl(t, n):
+            for ddl in history_ddl(t, n) + overlay_ddl(t, n):
                 conn.execute(ddl)
         if ensure_autoincrement(conn, t):
             t = table_info(conn, name)

@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from . import errors, shadow, sqltext
+from . import errors, shadow, sqltext, worldschema
 from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
@@ -99,11 +99,7 @@ def _statement(
         and "TEMPORARY" not in words[1:2]
     )
     if ddl and session.world is not None:
-        raise ChronosError(
-            f"{' '.join(words[:2])} runs on main, not on a world: change the schema on main "
-            f"(every world sees main's tables)",
-            errors.REFUSED,
-        )
+        return StatementResult(stmt, tag=worldschema.run(db, session, stmt))
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
         _drop_history_triggers_for(conn, stmt)
     if session.world is not None:
@@ -136,10 +132,6 @@ _WRITES = {
     apsw.SQLITE_DROP_TABLE,
     apsw.SQLITE_DROP_INDEX,
 }
-_OWN_TABLES = (
-    "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations "
-    "(fork, discard, set_meta, ...)"
-)
 
 
 def _guard(op: int, one: str | None, two: str | None, _db: str | None, trigger: str | None) -> int:
@@ -166,7 +158,7 @@ def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple
     try:
         rows = cursor.execute(stmt, binds or None).fetchall()
     except apsw.AuthError:
-        raise ChronosError(_OWN_TABLES, errors.REFUSED) from None
+        raise ChronosError(errors.OWN_TABLES, errors.REFUSED) from None
     finally:
         conn.authorizer = None
     return rows, (description[0] if description else ())
@@ -216,8 +208,12 @@ def _explain(
     else:
         described = errors.from_sqlite(exc)
         message, code = described.message, described.code
-        if message.startswith("no such table"):
-            message += f" (tables on {session.branch}: {', '.join(sorted(db.tables())) or 'none'})"
+        if worldschema.DROPPED in message:
+            name = message.split(worldschema.DROPPED, 1)[1]
+            message = f"no such table: {name} ({session.branch} dropped it)"
+        elif message.startswith("no such table"):
+            known = db.tables_for(session.world, session.conn)
+            message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"
     if total > 1:
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."

@@ -68,7 +68,7 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
     change since the fork) reads at the speed of main.
     """
     o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
-    cols = _cols(t, "_m.")
+    cols = t.main_columns("_m.")
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
     untouched = (
         f"(NOT EXISTS (SELECT 1 FROM {o} WHERE {WORLD} = {world}) OR NOT EXISTS "
@@ -80,7 +80,7 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
         f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
     )
     live = (
-        f"SELECT {cols}{rowid} FROM main.{quote_ident(t.name)} AS _m "
+        f"SELECT {cols}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
         f"WHERE {untouched} AND {unchanged}"
     )
     past = (
@@ -158,7 +158,7 @@ def _counter(t: TableInfo, n: int) -> tuple[str, str, str]:
     UPDATE moves a key up). Otherwise (a table without a primary key) chronos' own counter.
     """
     if t.autoincrement:
-        return "main.sqlite_sequence", "seq", f"name = {quote_literal(t.name)}"
+        return "main.sqlite_sequence", "seq", f"name = {quote_literal(t.stored)}"
     return "main._chronos_counters", "hi", f"table_id = {n}"
 
 
@@ -175,8 +175,8 @@ def _allocate(t: TableInfo, n: int, given: str | None) -> tuple[str, str]:
         # Past main's largest rowid, and past every rowid in history: a world still sees rows
         # main deleted after its fork.
         top = (
-            f"max(coalesce((SELECT max(rowid) FROM main.{quote_ident(t.name)}), 0), "
-            f"coalesce((SELECT max({quote_ident(ROWID_COL)}) FROM main.{history_table(n)}), 0))"
+            f"max(coalesce((SELECT max(rowid) FROM main.{quote_ident(t.stored)}), 0), "
+            f"coalesce((SELECT max({quote_ident(t.key_cols[0])}) FROM main.{history_table(n)}), 0))"
         )
         step = (
             f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN max({col}, {top}) + 1 "

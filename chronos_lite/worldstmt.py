@@ -48,7 +48,7 @@ def adapt_insert(
         return None
     head = body[:clause_at].rstrip() if clause_at is not None else body
     name, alias = insert_target(head)
-    n, t = db.table(name)
+    n, t = db.table(name, session.world)
     conn = session.conn
     upsert = _parse_upsert(t, body[clause_at:], alias, binds) if clause_at is not None else None
     if upsert is not None and not upsert.target and upsert.assignments is None:

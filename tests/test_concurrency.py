@@ -259,10 +259,14 @@ def test_two_worlds_and_main_written_through_the_cli_at_once(tmp_path: Path) -> 
 
     procs = {}
     for branch in ("wc", "wd", "main"):
-        env = dict(os.environ, N=str(count), WHO=branch, BRANCH=branch, CHRONOS=CHRONOS,
-                   FOLDER=str(folder))
+        env = dict(
+            os.environ, N=str(count), WHO=branch, BRANCH=branch, CHRONOS=CHRONOS, FOLDER=str(folder)
+        )
         procs[branch] = subprocess.Popen(
-            ["bash", "-c", CLI_LOOP], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            ["bash", "-c", CLI_LOOP],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
     started = time.time()

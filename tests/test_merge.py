@@ -319,8 +319,10 @@ def test_cli_json_gives_conflicts_as_data(tmp_path):
 
 
 def test_rebase_counts_only_the_parents_rows(team):
-    team.sql("update users set name = 'W2' where id = 2; update users set name = 'W1' "
-             "where id = 1", branch="w")
+    team.sql(
+        "update users set name = 'W2' where id = 2; update users set name = 'W1' where id = 1",
+        branch="w",
+    )
     team.merge("w", only_keys=["users/2"])
     team.sql("update users set name = 'M3' where id = 3")
     assert team.rebase("w") == 1  # users/3; users/2 came from w itself

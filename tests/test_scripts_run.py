@@ -12,7 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(script: str, *args: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(
         [sys.executable, str(ROOT / script), *args],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc

@@ -106,8 +106,12 @@ def test_writes_to_main_are_versioned_in_history(shop):
 @pytest.mark.parametrize("branch", ["main", "w"])
 def test_chronos_own_tables_cannot_be_changed_with_sql(shop, branch):
     shop.fork("w")
-    for stmt in ("delete from _chronos_worlds", "update _chronos_clock set seq = 0",
-                 "drop table _chronos_h_1", "alter table _chronos_o_1 add column x"):
+    for stmt in (
+        "delete from _chronos_worlds",
+        "update _chronos_clock set seq = 0",
+        "drop table _chronos_h_1",
+        "alter table _chronos_o_1 add column x",
+    ):
         with pytest.raises(ChronosError, match="chronos' own tables|runs on main") as err:
             shop.sql(stmt, branch=branch)
         assert err.value.code == "42501"

@@ -144,8 +144,10 @@ def test_name_rules_and_hostile_names(db):
 
 
 def test_main_views_read_the_world_on_a_world(shop):
-    shop.sql("create view names as select name from users; "
-             "create view upper_names as select upper(name) as u from names")
+    shop.sql(
+        "create view names as select name from users; "
+        "create view upper_names as select upper(name) as u from names"
+    )
     shop.fork("w")
     shop.sql("update users set name = 'Wanda' where id = 1", branch="w")
     assert shop.query("select * from upper_names", branch="w") == [{"u": "WANDA"}]

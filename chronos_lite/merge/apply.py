@@ -22,6 +22,8 @@ from ..errors import ChronosError
 from ..rows import parse_id
 from ..shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..sqltext import quote_ident
+from ..worldschema import Step, apply_steps, steps
+from ..worldschema import conflict_error as schema_conflict_error
 from ..worldsql import CTX, key_view
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
@@ -53,6 +55,7 @@ class Plan:
     outcomes: list[Outcome] = field(default_factory=list)
     partial: bool = False
     other: bool = False  # into a branch that is not the world's parent
+    schema: list[Step] = field(default_factory=list)  # the world's schema changes that go
 
     @property
     def parent_name(self) -> str:
@@ -165,12 +168,19 @@ def position(db: Database, session: Session) -> int:
 def plan(db: Database, name: str, opts: Options) -> Plan:
     world = db.world(name)
     parent, other = target_of(db, world, opts)
-    tables = _only_tables(db, opts.only_tables)
-    keys = _only_keys(db, opts.only_keys)
-    rows = _rows_by_key(db, opts.rows)
+    tables = _only_tables(db, world, opts.only_tables)
+    keys = _only_keys(db, world, opts.only_keys)
+    rows = _rows_by_key(db, world, opts.rows)
     if keys is not None:
         tables = {t for t, _ in keys} if tables is None else tables & {t for t, _ in keys}
     p = Plan(world, parent, partial=opts.partial, other=other)
+    p.schema = steps(db, world, parent, tables)
+    if other and p.schema:
+        raise ChronosError(
+            f"{name} changed the schema ({'; '.join(s.op.sql(s.table) for s in p.schema)}): "
+            f"schema changes merge into its parent ({world.parent}) only; merge there, or "
+            f"leave those tables out with only_tables"
+        )
     for c in world_changes(db, world, parent, tables, other):
         if keys is not None and (c.table, c.key) not in keys:
             continue
@@ -179,28 +189,33 @@ def plan(db: Database, name: str, opts: Options) -> Plan:
     return p
 
 
-def _only_tables(db: Database, names: list[str] | None) -> set[str] | None:
+def _only_tables(db: Database, world: World, names: list[str] | None) -> set[str] | None:
     if names is None:
         return None
-    return {db.table(name)[1].name for name in names}
+    out = set()
+    dropped = {s.table for s in steps(db, world, db.main) if s.op.kind == "drop"}
+    for name in names:
+        found = next((d for d in dropped if d.lower() == name.lower()), None)
+        out.add(found or db.table(name, world)[1].name)
+    return out
 
 
-def _split_key(db: Database, spelled: str, what: str) -> tuple[str, tuple]:
+def _split_key(db: Database, world: World, spelled: str, what: str) -> tuple[str, tuple]:
     table, sep, ident = spelled.partition("/")
     if not sep or not ident:
         raise ChronosError(f"{what} '{spelled}' must be spelled table/id, e.g. users/7")
-    _, t = db.table(table)
+    _, t = db.table(table, world)
     return t.name, tuple(parse_id(t, ident))
 
 
-def _only_keys(db: Database, spelled: list[str] | None) -> set[tuple] | None:
+def _only_keys(db: Database, world: World, spelled: list[str] | None) -> set[tuple] | None:
     if spelled is None:
         return None
-    return {_split_key(db, s, "only_keys entry") for s in spelled}
+    return {_split_key(db, world, s, "only_keys entry") for s in spelled}
 
 
-def _rows_by_key(db: Database, rows: dict[str, Any]) -> dict[tuple, Any]:
-    return {_split_key(db, k, "rows key"): v for k, v in (rows or {}).items()}
+def _rows_by_key(db: Database, world: World, rows: dict[str, Any]) -> dict[tuple, Any]:
+    return {_split_key(db, world, k, "rows key"): v for k, v in (rows or {}).items()}
 
 
 def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
@@ -297,6 +312,9 @@ def merge(
                     errors.CONFLICT,
                 )
             p = plan(db, name, opts)  # inside the write lock: nothing moves under it
+            clashes = [s for s in p.schema if s.conflict]
+            if clashes:
+                raise schema_conflict_error(world, p.parent_name, clashes)
             if p.conflicts:
                 raise conflict_error(p)
             deletes = sum(o.deletes for o in p.writes)
@@ -306,6 +324,7 @@ def merge(
                     f"{deletes} row{'s' if deletes != 1 else ''}; nothing was merged",
                     errors.BAD_ARGUMENT,
                 )
+            apply_steps(db, world, session, p.schema)
             _apply(db, p)
             if not p.partial:
                 db.finish_world(conn, world.id, state="merged")
@@ -314,7 +333,7 @@ def merge(
             conn.execute("update _chronos_worlds set merging = null where id = ?", (world.id,))
             if p.parent.world is not None:
                 db.bump_version(conn, p.parent.world)
-            if p.partial and p.writes:
+            if p.partial and (p.writes or p.schema):
                 db.bump_version(conn, world)
     except BaseException as exc:
         db.end_call(session)

@@ -76,9 +76,9 @@ def _row(t: TableInfo, values: tuple) -> dict[str, Any]:
 
 
 def main_row(conn: apsw.Connection, t: TableInfo, key: tuple) -> dict | None:
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
     row = conn.execute(
-        f"select {cols} from main.{quote_ident(t.name)} where {_main_key_where(t)}", key
+        f"select {t.main_columns()} from main.{quote_ident(t.stored)} where {_main_key_where(t)}",
+        key,
     ).fetchone()
     return _row(t, row) if row is not None else None
 
@@ -160,7 +160,8 @@ def world_changes(
     """
     conn = parent.conn
     out: list[Change] = []
-    for name, (n, t) in sorted(db.tables().items()):
+    on_parent = {n: t for n, t in db.tables_for(parent.world, conn).values()}
+    for name, (n, t) in sorted(db.tables_for(world).items()):
         if tables is not None and name not in tables:
             continue
         if parent.world is None and not other:
@@ -180,12 +181,13 @@ def world_changes(
             base, since = base_row(conn, n, t, world, key)
             if ours == base:
                 continue  # written back as it was: no change
-            if t.key_kind == "rowid" and base is None:
+            if (t.key_kind == "rowid" and base is None) or n not in on_parent:
                 # A new row under a hidden key: the parent's row at that rowid (if any) is an
-                # unrelated row; the merge gives this one a rowid of its own.
-                out.append(Change(name, n, t, key, None, ours, None, False))
+                # unrelated row; the merge gives this one a rowid of its own. (Or a table the
+                # parent doesn't have yet: the merge creates it.)
+                out.append(Change(name, n, t, key, base, ours, None, False))
                 continue
-            theirs = view_row(parent, n, t, key)
+            theirs = _their_row(parent, n, t, on_parent[n], key, base)
             changed = (
                 (theirs != base)
                 if other
@@ -193,6 +195,16 @@ def world_changes(
             )
             out.append(Change(name, n, t, key, base, ours, theirs, changed))
     return out
+
+
+def _their_row(
+    parent: Session, n: int, t: TableInfo, on_parent: TableInfo, key: tuple, base: dict | None
+) -> dict | None:
+    """The parent's row, with the columns only the world has (it added them) as in base."""
+    row = view_row(parent, n, on_parent, key)
+    if row is None or on_parent.column_names == t.column_names:
+        return row
+    return {c: row[c] if c in row else (base or {}).get(c) for c in t.column_names}
 
 
 def _changes_against_main(
@@ -221,14 +233,14 @@ def _changes_against_main(
     rows = conn.execute(
         f"SELECT e.{DEAD}, {', '.join('e.' + k for k in keys)}, {pick('e')}, "
         f"fz.{WORLD} IS NOT NULL, fz.{DEAD}, fz.{SEQ}, {pick('fz')}, "
-        f"hb.{OP}, {pick('hb')}, {live_here}, {pick('m')}, "
+        f"hb.{OP}, {pick('hb')}, {live_here}, {t.main_columns('m.')}, "
         f"EXISTS (SELECT 1 FROM {h} AS h3 WHERE {on('h3', 'e')} "
         f"AND h3.{SEQ} > coalesce(fz.{SEQ}, ?)) "
         f"FROM {o} AS e "
         f"LEFT JOIN {o} AS fz ON fz.{WORLD} = ? AND {on('fz', 'e')} "
         f"LEFT JOIN {h} AS hb ON hb.{SEQ} = (SELECT min(h2.{SEQ}) FROM {h} AS h2 "
         f"WHERE {on('h2', 'e')} AND h2.{SEQ} > ?) "
-        f"LEFT JOIN main.{quote_ident(t.name)} AS m ON {live_on} "
+        f"LEFT JOIN main.{quote_ident(t.stored)} AS m ON {live_on} "
         f"WHERE e.{WORLD} = ? AND e.{SEQ} > ? ORDER BY {', '.join('e.' + k for k in keys)}",
         (horizon, -world.id, horizon, world.id, world.fork_seq),
     ).fetchall()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import TableInfo
@@ -13,6 +13,7 @@ from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_row, json_value, row_json
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..sqltext import literal, quote_ident
+from ..worldschema import Step, steps
 from .changes import Change, view_row, world_changes
 
 ORDER = {"delete": 0, "update": 1, "insert": 2}
@@ -22,6 +23,7 @@ ORDER = {"delete": 0, "update": 1, "insert": 2}
 class Diff:
     branch: str
     changes: list[Change]
+    schema: list[Step] = field(default_factory=list)  # the world's own schema changes
 
     def ordered(self) -> list[Change]:
         """Deletes first (what each table loses), then updates, then inserts."""
@@ -35,9 +37,19 @@ class Diff:
             f"{table}: {k['delete']} deleted, {k['update']} updated, {k['insert']} inserted"
             for table, k in sorted(counts.items())
         ]
-        n = len(self.changes)
+        if self.schema:
+            parts.insert(0, "schema: " + ", ".join(f"{s.op.verb} {s.table}" for s in self.schema))
+        n = self.count
         head = f"{n} change{'s' if n != 1 else ''} on {self.branch}"
         return head + (f" ({'; '.join(parts)})" if parts else "")
+
+    @property
+    def count(self) -> int:
+        return len(self.changes) + len(self.schema)
+
+    def schema_lines(self) -> list[str]:
+        signs = {"create": "+", "add": "~", "drop": "-"}
+        return [f"{signs[s.op.kind]} {s.op.sql(s.table)}" for s in self.schema]
 
 
 def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
@@ -49,7 +61,9 @@ def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
             BAD_ARGUMENT,
         )
     parent = db.session(world.parent if world.parent_id is not None else None)
-    return Diff(world.name, world_changes(db, world, parent, tables))
+    return Diff(
+        world.name, world_changes(db, world, parent, tables), steps(db, world, parent, tables)
+    )
 
 
 def show(value: Any) -> str:
@@ -82,7 +96,7 @@ def page_footer(start: int, shown: int, total: int, what: str, call: str) -> str
 def render(d: Diff, limit: int, offset: int) -> str:
     ordered = d.ordered()
     page = ordered[offset : offset + limit]
-    lines = [d.summary(), *(change_line(c) for c in page)]
+    lines = [d.summary(), *(d.schema_lines() if offset == 0 else []), *map(change_line, page)]
     footer = page_footer(offset, len(page), len(ordered), "changes", "diff")
     return "\n".join(lines + ([footer] if footer else []))
 
@@ -123,7 +137,10 @@ def compare(db: Database, branch: str, other: str) -> Diff:
     worlds = [w for w in (left, right) if w is not None]
     a, b = db.session(branch), db.session(other)
     out: list[Change] = []
-    for name, (n, t) in sorted(db.tables().items()):
+    theirs = db.tables_for(right)
+    for name, (n, t) in sorted(db.tables_for(left).items()):
+        if theirs.get(name, (None,))[0] != n or theirs[name][1].column_names != t.column_names:
+            continue  # not the same table on both: a schema difference, shown by diff alone
         keys = _candidate_keys(db, n, t, worlds)
         for key in sorted(keys, key=lambda k: tuple(str(v) for v in k)):
             mine, theirs = view_row(a, n, t, key), view_row(b, n, t, key)

@@ -8,6 +8,7 @@ from .. import render
 from ..db import Database
 from ..errors import CONFLICT, ChronosError
 from ..sqltext import name_tokens
+from ..worldschema import Step
 from .apply import Options, Plan, plan, position
 from .diff import Diff, page_footer, row_text
 
@@ -29,7 +30,8 @@ def preview(
     summary = _summary_rows(p)
     rows = [_row(o) for o in p.outcomes]
     page = rows[offset : offset + limit]
-    text = render.table(COLUMNS, summary + page)
+    schema = [_schema_row(s) for s in p.schema] if offset == 0 else []
+    text = render.table(COLUMNS, summary + schema + page)
     footer = page_footer(offset, len(page), len(rows), "rows", "merge_preview")
     tail = [
         f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
@@ -38,10 +40,11 @@ def preview(
         + (f"; pass version={world.version} with later pages" if footer else "")
         + "."
     ]
-    if p.conflicts:
+    conflicts = len(p.conflicts) + sum(bool(s.conflict) for s in p.schema)
+    if conflicts:
         tail.insert(
             0,
-            f"{len(p.conflicts)} conflict{'s' if len(p.conflicts) != 1 else ''}: "
+            f"{conflicts} conflict{'s' if conflicts != 1 else ''}: "
             f"the merge would be refused until they are settled",
         )
     deletes = sum(o.deletes for o in p.writes)
@@ -54,7 +57,11 @@ def preview(
         "into": p.parent_name,
         "version": world.version,
         "target": stands,
-        "conflicts": len(p.conflicts),
+        "conflicts": conflicts,
+        "schema": [
+            {"table": s.table, "sql": s.op.sql(s.table), "outcome": s.outcome, "detail": s.conflict}
+            for s in p.schema
+        ],
         "deletes": deletes,
         "total": len(rows),
         "rows": [_row_data(o) for o in p.outcomes[offset : offset + limit]],
@@ -83,6 +90,11 @@ def _summary_rows(p: Plan) -> list[list]:
         ]
         for table, k in sorted(counts.items())
     ]
+
+
+def _schema_row(s: Step) -> list:
+    detail = f"schema: {s.op.sql(s.table)}" + (f" ({s.conflict})" if s.conflict else "")
+    return [s.table, None, s.outcome, detail, None, None, None, None]
 
 
 def _row_data(o) -> dict:

@@ -14,6 +14,7 @@ from ..db import Database
 from ..errors import ChronosError
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..sqltext import quote_ident
+from ..worldschema import conflict_error as schema_conflict_error
 from .apply import Options, check_version, conflict_error, plan
 
 
@@ -29,15 +30,19 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
     conn = db.main.conn
     with db.write(conn):
         p = plan(db, name, opts)
+        clashes = [s for s in p.schema if s.conflict]
+        if clashes:  # the world's schema changes must still fit the parent as it is now
+            raise schema_conflict_error(world, p.parent_name, clashes)
         if p.conflicts:
             raise conflict_error(p, "rebasing")
         taken = _parent_rows_since_fork(db, world)
-        tables = db.tables()
         parent = db.world(world.parent) if world.parent_id is not None else None
+        # every table the world has now or will see after: its own and the parent's
+        tables = {**db.tables_for(parent), **db.tables_for(world)}
         fork_seq = db.tick(conn)
         stamp = db.tick(conn)  # the world's own rows stay newer than its new fork
         keep = {(o.change.table, o.change.key): o for o in p.outcomes}
-        for _name, (n, t) in tables.items():
+        for n, t in {n: t for n, t in tables.values()}.items():
             _rebuild_overlay(
                 conn,
                 n,
@@ -47,7 +52,7 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
                 {k: o for (tbl, k), o in keep.items() if tbl == t.name},
                 stamp,
             )
-        base = parent.base if parent else db.horizons(conn, tables)
+        base = parent.base if parent else db.horizons(conn, db.tables())
         conn.execute(
             "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1 where id = ?",
             (json.dumps(base), fork_seq, world.id),
@@ -104,7 +109,8 @@ def _parent_rows_since_fork(db: Database, world) -> set[tuple]:
     the world itself gave the parent in a partial merge (its frozen copy stands after them)."""
     conn = db.main.conn
     out: set[tuple] = set()
-    for name, (n, t) in db.tables().items():
+    parent = db.world(world.parent) if world.parent_id is not None else None
+    for name, (n, t) in db.tables_for(parent).items():
         keys = ", ".join(quote_ident(c) for c in t.key_cols)
         same = " AND ".join(f"f.{quote_ident(c)} = x.{quote_ident(c)}" for c in t.key_cols)
         if world.parent_id is None:

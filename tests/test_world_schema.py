@@ -1,0 +1,239 @@
+"""Schema changes made on a world (CREATE TABLE, ADD COLUMN, DROP TABLE) merge as schema changes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import chronos_lite
+from chronos_lite import ChronosError
+from tests.conftest import run_cli
+
+
+def _internal_tables(db) -> list[str]:
+    rows = db.query("select name from sqlite_schema where name glob '_chronos_wt_*'")
+    return [r["name"] for r in rows]
+
+
+def test_a_table_created_on_a_world_merges_with_its_rows(shop):
+    shop.fork("w")
+    shop.sql(
+        "create table notes(id integer primary key, body text not null, user_id int); "
+        "insert into notes(body, user_id) values ('hi', 1), ('yo', 1)",
+        branch="w",
+    )
+    assert [r["body"] for r in shop.query("select body from notes order by id", branch="w")] == [
+        "hi",
+        "yo",
+    ]
+    with pytest.raises(ChronosError, match="no such table: notes"):
+        shop.sql("select * from notes")  # main doesn't have it
+    d = shop.call("diff", branch="w")
+    assert d.text.splitlines()[:2] == [
+        "3 changes on w (schema: created notes; notes: 0 deleted, 0 updated, 2 inserted)",
+        '+ CREATE TABLE "notes"(id integer primary key, body text not null, user_id int)',
+    ]
+    assert shop.call("merge", branch="w").text == "merged 3 changes from w into main"
+    assert shop.query("select id, body from notes order by id") == [
+        {"id": 1, "body": "hi"},
+        {"id": 2, "body": "yo"},
+    ]
+    assert _internal_tables(shop) == []
+    # Now main's own: versioned like any table, its ids go on past the world's.
+    shop.fork("v")
+    shop.sql("update notes set body = 'hello' where id = 1")
+    assert shop.query("select body from notes where id = 1", branch="v") == [{"body": "hi"}]
+    out = shop.sql("insert into notes(body) values ('new') returning id", branch="v")
+    assert out.results[0].rows == [(3,)]
+
+
+def test_world_ids_of_a_created_table_never_collide_after_a_partial_merge(shop):
+    shop.fork("w")
+    shop.sql("create table t(id integer primary key, v)", branch="w")
+    shop.sql("insert into t(v) values ('a'), ('b')", branch="w")
+    shop.call("merge", branch="w", only_tables=["t"])
+    assert shop.query("select v from t order by id") == [{"v": "a"}, {"v": "b"}]
+    shop.sql("insert into t(v) values ('c')", branch="w")
+    shop.sql("insert into t(v) values ('main')")
+    ids = shop.query("select id from t", branch="w") + shop.query("select id from t")
+    assert len({r["id"] for r in ids}) == 4  # 1, 2 shared; the world's and main's new ones differ
+
+
+def test_add_column_on_a_world(shop):
+    shop.sql("insert into users(name, email) values ('Bob', 'bob@x.org')")
+    shop.fork("w")
+    shop.sql("alter table users add column age int default 7", branch="w")
+    shop.sql("update users set age = 36 where name = 'Ada'", branch="w")
+    assert shop.query("select name, age from users order by id", branch="w") == [
+        {"name": "Ada", "age": 36},
+        {"name": "Bob", "age": 7},
+    ]
+    assert "age" not in shop.query("select * from users limit 1")[0]
+    with pytest.raises(ChronosError, match="duplicate column name: age"):
+        shop.sql("alter table users add column age text", branch="w")
+    with pytest.raises(ChronosError, match="NOT NULL"):
+        shop.sql("alter table users add column nick text not null", branch="w")
+    shop.call("merge", branch="w")
+    assert shop.query("select name, age from users order by id") == [
+        {"name": "Ada", "age": 36},
+        {"name": "Bob", "age": 7},
+    ]
+    shop.sql("update users set age = 37 where name = 'Ada'")  # history follows the new column
+    shop.fork("v")
+    assert shop.query("select age from users where name = 'Ada'", branch="v") == [{"age": 37}]
+
+
+def test_drop_table_on_a_world(shop):
+    shop.sql("create table logs(id integer primary key, msg text)")
+    shop.sql("insert into logs(msg) values ('x')")
+    shop.fork("w")
+    shop.sql("drop table logs", branch="w")
+    with pytest.raises(ChronosError, match="no such table: logs"):
+        shop.sql("select * from logs", branch="w")
+    assert shop.query("select count(*) as n from logs") == [{"n": 1}]
+    shop.sql("drop table if exists logs", branch="w")  # already gone there: nothing to do
+    shop.call("merge", branch="w")
+    assert "logs" not in shop.tables()
+
+
+def test_dropping_a_table_main_changed_since_conflicts(shop):
+    shop.sql("create table logs(id integer primary key, msg text)")
+    shop.fork("w")
+    shop.sql("drop table logs", branch="w")
+    shop.sql("insert into logs(msg) values ('late')")
+    with pytest.raises(ChronosError, match="main changed rows of logs since the fork") as err:
+        shop.call("merge", branch="w")
+    assert err.value.code == "40001"
+    assert shop.query("select msg from logs") == [{"msg": "late"}]
+    assert "conflict" in shop.call("merge_preview", branch="w").text
+
+
+def test_schema_conflicts_refuse_the_merge_and_change_nothing(shop):
+    shop.fork("w")
+    shop.sql("create table notes(a); insert into notes values (1)", branch="w")
+    shop.sql("alter table users add column age int", branch="w")
+    shop.sql("create table notes(b)")
+    shop.sql("alter table users add column age text")
+    with pytest.raises(ChronosError) as err:
+        shop.call("merge", branch="w")
+    assert "main has a table named notes too" in err.value.message
+    assert "main has a column age in users too" in err.value.message
+    assert [r["table"] for r in err.value.data] == ["notes", "users"]
+    assert shop.query("select count(*) as n from notes") == [{"n": 0}]
+    assert shop.query("select a from notes", branch="w") == [{"a": 1}]
+
+
+def test_world_schema_statements_behave_like_sqlite(shop):
+    shop.fork("w")
+    with pytest.raises(ChronosError, match="table users already exists"):
+        shop.sql("create table users(x)", branch="w")
+    assert shop.sql("create table if not exists users(x)", branch="w").results[0].tag == (
+        "CREATE TABLE"
+    )
+    with pytest.raises(ChronosError, match="AS SELECT"):
+        shop.sql("create table c as select * from users", branch="w")
+    with pytest.raises(ChronosError, match="syntax error"):
+        shop.sql("create table bad(a,)", branch="w")
+    with pytest.raises(ChronosError, match="no such table: nope"):
+        shop.sql("alter table nope add column x", branch="w")
+    with pytest.raises(ChronosError, match="statement 2 of 2 failed"):
+        shop.sql("create table gone(a); insert into missing values (1)", branch="w")
+    with pytest.raises(ChronosError, match="no such table: gone"):
+        shop.sql("select * from gone", branch="w")
+    assert _internal_tables(shop) == []
+    with pytest.raises(ChronosError, match="chronos' own tables"):
+        shop.sql("drop table _chronos_worlds", branch="w")
+
+
+def test_discarding_a_world_removes_the_tables_it_created(shop):
+    shop.fork("w")
+    shop.sql("create table t(a); insert into t values (1)", branch="w")
+    assert len(_internal_tables(shop)) == 1
+    shop.call("discard", branch="w")
+    assert _internal_tables(shop) == []
+    shop.fork("w2")
+    with pytest.raises(ChronosError, match="no such table: t"):
+        shop.sql("select * from t", branch="w2")
+
+
+def test_a_table_dropped_where_it_was_created_is_gone(shop):
+    shop.fork("w")
+    shop.sql("create table t(a); insert into t values (1); drop table t", branch="w")
+    assert _internal_tables(shop) == []
+    assert shop.call("diff", branch="w").text == "0 changes on w"
+
+
+def test_nested_worlds_see_their_parents_schema_as_at_their_fork(shop):
+    shop.fork("p")
+    shop.sql("create table t(id integer primary key, v); insert into t(v) values ('p')", branch="p")
+    shop.fork("c", source="p")
+    shop.fork("early", source="p")
+    shop.sql("insert into t(v) values ('c')", branch="c")
+    shop.sql("create table u(x); insert into u values (1)", branch="c")
+    assert shop.query("select v from t order by id", branch="c") == [{"v": "p"}, {"v": "c"}]
+    shop.call("merge", branch="c")  # into p: u is p's now
+    assert shop.query("select x from u", branch="p") == [{"x": 1}]
+    with pytest.raises(ChronosError, match="no such table: u"):
+        shop.sql("select * from u", branch="early")  # forked before p got u
+    shop.call("discard", branch="early")
+    shop.call("merge", branch="p")
+    assert shop.query("select v from t order by id") == [{"v": "p"}, {"v": "c"}]
+    assert shop.query("select x from u") == [{"x": 1}]
+
+
+def test_rebase_keeps_the_worlds_schema_changes(shop):
+    shop.fork("w")
+    shop.sql("create table t(a); insert into t values (1)", branch="w")
+    shop.sql("alter table users add column age int default 0", branch="w")
+    shop.sql("insert into users(name, email) values ('Bob', 'bob@x.org')")
+    assert shop.call("rebase", branch="w").text == "REBASE 1"
+    assert shop.query("select name, age from users order by id", branch="w") == [
+        {"name": "Ada", "age": 0},
+        {"name": "Bob", "age": 0},
+    ]
+    assert shop.query("select a from t", branch="w") == [{"a": 1}]
+    shop.sql("create table t(b)")
+    with pytest.raises(ChronosError, match="main has a table named t too"):
+        shop.call("rebase", branch="w")
+
+
+def test_rows_of_a_created_table_through_get_put_delete(shop):
+    shop.fork("w")
+    shop.sql("create table kv(k text primary key, v)", branch="w")
+    shop.call("put", table="kv", id="a", record={"v": 1}, branch="w")
+    assert shop.call("get", table="kv", id="a", branch="w").data["row"] == {"k": "a", "v": 1}
+    shop.call("delete", table="kv", id="a", branch="w")
+    with pytest.raises(ChronosError, match="no row kv/a"):
+        shop.call("get", table="kv", id="a", branch="w")
+
+
+def test_into_another_branch_refuses_schema_changes(shop):
+    shop.fork("w")
+    shop.fork("other")
+    shop.sql("create table t(a)", branch="w")
+    with pytest.raises(ChronosError, match="schema changes merge into its parent"):
+        shop.call("merge", branch="w", into="other")
+
+
+def test_schema_changes_through_the_cli(tmp_path):
+    folder = tmp_path / "shop"
+    run_cli("init", folder)
+    run_cli(folder, "sql", "create table users(id integer primary key, name text)")
+    run_cli(folder, "fork", "w")
+    run_cli(folder, "sql", "-b", "w", "create table notes(id integer primary key, body text)")
+    run_cli(folder, "sql", "-b", "w", "insert into notes(body) values ('hi')")
+    out = run_cli(folder, "diff", "w", "--as-sql").stdout
+    assert 'CREATE TABLE "notes"(id integer primary key, body text);' in out
+    assert 'INSERT INTO "notes"("id", "body") VALUES (1, \'hi\');' in out
+    data = json.loads(run_cli(folder, "diff", "w", "--json").stdout)
+    assert data["schema"] == [
+        {
+            "table": "notes",
+            "kind": "create",
+            "sql": 'CREATE TABLE "notes"(id integer primary key, body text)',
+        }
+    ]
+    assert run_cli(folder, "merge", "w").stdout.strip() == "merged 2 changes from w into main"
+    with chronos_lite.open(folder) as db:
+        assert db.query("select body from notes") == [{"body": "hi"}]
