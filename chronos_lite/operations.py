@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import render, rows, sqlrun
+from . import describe, render, rows, sqlrun
 from .db import Database
 from .errors import NOT_FOUND, ChronosError
 from .merge import apply as merge_apply
@@ -21,6 +21,19 @@ from .registry import REGISTRY, Caller, Reply, operation
 
 def _branch(args: dict[str, Any]) -> str:
     return args.get("branch") or "main"
+
+
+@operation(
+    "describe",
+    "Describe the tables",
+    "Tables with row counts, their fields with types, keys and rules, an example or the allowed "
+    "values of each, and a sample row, on any branch (default main). Call this first.",
+    read_only=True,
+    idempotent=True,
+)
+def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
+    text, data = describe.describe(db, _branch(args), args.get("table"))
+    return Reply(text, data)
 
 
 @operation(
@@ -116,7 +129,7 @@ def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
     world = db.fork(args["name"], source, args.get("meta"), owner=caller.name)
-    caller.own_worlds.add(world.name)
+    caller.own_worlds.add(world.wid)
     return Reply(
         f"created branch {world.name} (world id {world.wid}) from {source}; "
         f'pass branch="{world.name}" to work on it',

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 
+from . import rights
 from .errors import BAD_ARGUMENT, ChronosError
 
 _HERE = Path(__file__).resolve().parent
@@ -24,11 +25,15 @@ SCHEMA_DIRS = (_HERE.parent / "schemas", _HERE / "schemas")
 
 @dataclass
 class Caller:
-    """Who acts. For now always the database's own user; agents and modes fill the slot later."""
+    """Who acts: the database's own user (mode ``owner``), or an agent in safe mode (``safe``),
+    which writes only on the worlds it forked (their ids, kept as long as the process)."""
 
     name: str = "owner"
     mode: str = "owner"
     own_worlds: set[str] = field(default_factory=set)
+
+    def own_world_names(self, db: Any) -> list[str]:
+        return [w.name for w in db.worlds() if w.wid in self.own_worlds]
 
 
 @dataclass
@@ -170,9 +175,16 @@ class Registry:
                 f"unknown operation '{name}'; operations: {', '.join(self._ops)}"
             ) from None
 
+    def listed(self, caller: Caller) -> list[Operation]:
+        """The operations a caller may use (what MCP's tools/list shows)."""
+        return [op for op in self if rights.listed(op, caller)]
+
     def call(self, db: Any, name: str, args: Any, caller: Caller | None = None) -> Reply:
         op = self.get(name)
-        return op.handler(db, op.validate(args if args is not None else {}), caller or Caller())
+        caller = caller or Caller()
+        valid = op.validate(args if args is not None else {})
+        rights.check(db, op, args or {}, caller)  # as given: no branch is not branch="main"
+        return op.handler(db, valid, caller)
 
 
 REGISTRY = Registry()

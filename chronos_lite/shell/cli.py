@@ -21,6 +21,9 @@ from chronos_lite.registry import REGISTRY, Operation, describe
 
 USAGE = """usage:
   chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
+  chronos mcp <folder> [--allow-merge] [-b BRANCH]
+                                          serve the database to an agent over MCP (stdio);
+                                          safe mode unless --allow-merge
   chronos <folder> <operation> [arguments] [--options]
   chronos <folder> help [operation]       the operations, or one operation's arguments
 
@@ -138,6 +141,8 @@ def run(argv: Sequence[str]) -> int:
         return 0
     if argv[0] == "init":
         return _init(argv[1:])
+    if argv[0] == "mcp":
+        return _mcp(argv[1:])
     folder, rest = argv[0], argv[1:]
     if not rest:
         raise ChronosError(
@@ -187,6 +192,18 @@ def _init(argv: list[str]) -> int:
     adopted = f" from {ns.source} ({len(tables)} {noun}{listing})" if ns.source else ""
     print(f"created chronos database {ns.folder}{adopted}")
     return 0
+
+
+def _mcp(argv: list[str]) -> int:
+    parser = _Parser(prog="chronos mcp", add_help=False)
+    parser.add_argument("folder")
+    parser.add_argument("--allow-merge", action="store_true")
+    parser.add_argument("--agent", default=None)
+    parser.add_argument("-b", "--branch", default=None)
+    ns = parser.parse_intermixed_args(argv)
+    from chronos_lite.serve import mcp  # the server's imports only when serving
+
+    return mcp.run(ns.folder, ns.allow_merge, ns.agent, ns.branch)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

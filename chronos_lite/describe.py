@@ -1,0 +1,127 @@
+"""describe: what an agent needs to know first about a branch's tables.
+
+Per table: its row count, its fields (type, key and rules, an example or the allowed values) and a
+sample row. Values are read from the first rows only, so a large table costs no more than a small
+one (apart from its count).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from . import render
+from .catalog import TableInfo
+from .db import Database, Session
+from .sqltext import quote_ident
+
+SAMPLE_ROWS = 1000  # rows read for examples and the values a column holds
+FEW = 5  # at most this many distinct values (in a larger sample) read as "one of"
+WIDTH = 40  # longest value shown
+
+
+def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
+    session = db.session(branch)
+    try:
+        tables = db.tables_for(session.world)
+        if table is not None:
+            _n, t = db.table(table, session.world)
+            names = [t.name]
+        else:
+            names = sorted(tables)
+        described = [_table(session, tables[name][1]) for name in names]
+    finally:
+        db.end_call(session)
+    if not described:
+        text = f"no tables on {session.branch} yet: create one with the sql tool (CREATE TABLE)"
+        return text, {"branch": session.branch, "tables": []}
+    text = "\n\n".join(_text(d) for d in described)
+    return text, {"branch": session.branch, "tables": described}
+
+
+def _table(session: Session, t: TableInfo) -> dict[str, Any]:
+    conn, q = session.conn, quote_ident(t.name)
+    count = conn.execute(f"select count(*) from {q}").fetchone()[0]
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    sample = conn.execute(f"select {cols} from {q} limit {SAMPLE_ROWS}").fetchall()
+    allowed = _check_in_lists(t.sql)
+    fields = []
+    for i, c in enumerate(t.columns):
+        values = [row[i] for row in sample if row[i] is not None]
+        field: dict[str, Any] = {"name": c.name, "type": c.decltype or "any", "rules": _rules(t, c)}
+        distinct = list(dict.fromkeys(values))
+        if c.name.lower() in allowed:
+            field["allowed"] = allowed[c.name.lower()]
+        elif values and len(distinct) <= FEW and len(values) > 2 * len(distinct):
+            field["values"] = [render.json_value(v) for v in distinct]
+        elif values:
+            field["example"] = render.json_value(values[0])
+        fields.append(field)
+    first = dict(zip(t.column_names, sample[0])) if sample else None
+    return {
+        "name": t.name,
+        "rows": count,
+        "fields": fields,
+        "sample": render.json_row(first) if first else None,
+    }
+
+
+def _rules(t: TableInfo, c) -> str:
+    rules = []
+    if c.name in t.pk:
+        rules.append("primary key" if len(t.pk) == 1 else "part of the primary key")
+    if any(u == (c.name,) for u in t.uniques):
+        rules.append("unique")
+    if c.notnull and c.name not in t.pk:
+        rules.append("not null")
+    if c.default is not None:
+        rules.append(f"default {c.default}")
+    if c.generated:
+        rules.append(f"generated as ({c.expression})" if c.expression else "generated")
+    return ", ".join(rules)
+
+
+_IN_LIST = re.compile(r"check\s*\(\s*[\"`\[]?(\w+)[\"`\]]?\s+in\s*\(([^()]*)\)\s*\)", re.IGNORECASE)
+
+
+def _check_in_lists(create_sql: str) -> dict[str, list]:
+    """Allowed values from ``CHECK (col IN (...))`` constraints in the table's definition."""
+    out: dict[str, list] = {}
+    for col, items in _IN_LIST.findall(create_sql or ""):
+        values = []
+        for item in items.split(","):
+            item = item.strip()
+            if item.startswith("'") and item.endswith("'"):
+                values.append(item[1:-1].replace("''", "'"))
+            else:
+                try:
+                    values.append(int(item))
+                except ValueError:
+                    values.append(item)
+        out[col.lower()] = values
+    return out
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= WIDTH else text[: WIDTH - 3] + "..."
+
+
+def _text(d: dict) -> str:
+    rows = []
+    for f in d["fields"]:
+        if "allowed" in f:
+            values = "one of " + ", ".join(_show(v) for v in f["allowed"])
+        elif "values" in f:
+            values = "values seen: " + ", ".join(_show(v) for v in f["values"])
+        elif "example" in f:
+            values = "e.g. " + _show(f["example"])
+        else:
+            values = ""
+        rows.append([f["name"], f["type"], f["rules"], values])
+    noun = "row" if d["rows"] == 1 else "rows"
+    table = render.table(["field", "type", "rules", "example or allowed values"], rows)
+    table = table.rsplit("\n", 1)[0]  # the field count says nothing here
+    sample = render.row_json(d["sample"]) if d["sample"] else "(no rows)"
+    return f"{d['name']}: {d['rows']} {noun}\n{table}\nsample row: {sample}"

@@ -1,0 +1,1 @@
+"""Serving a database to agents: MCP over stdio (``chronos mcp``)."""

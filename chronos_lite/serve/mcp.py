@@ -1,0 +1,338 @@
+"""``chronos mcp <folder>``: the registry's operations as MCP tools, JSON-RPC 2.0 over stdio.
+
+One message per line, answered in order; stdout carries only protocol messages. Three protocol
+revisions are served: 2025-06-18 and 2025-11-25 through ``initialize``, and the stateless
+2026-07-28, where each request names its version in ``params._meta`` (``server/discover`` first).
+
+The loop is written here rather than on the ``mcp`` SDK's server: the failure modes the spec asks
+for (a line that isn't JSON, a batch, an 8 MB line read past without holding it) and the latency
+target (a warm call well under a millisecond) need a plain line loop, and it is short.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, BinaryIO
+
+import chronos_lite
+
+from ..db import Database
+from ..errors import ChronosError
+from ..registry import REGISTRY, Caller
+
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
+MODERN_VERSIONS = ("2026-07-28",)
+SUPPORTED = [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS]
+DEFAULT_VERSION = "2025-06-18"  # an initialize that names none
+MAX_MESSAGE = 8 * 1024 * 1024
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+LIST_TTL_MS = 3_600_000  # the tool list changes only with the program
+
+PARSE_ERROR, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS, INTERNAL = (
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
+)
+UNSUPPORTED_VERSION = -32022
+
+
+class ProtocolError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+def instructions(folder: str, caller: Caller) -> str:
+    common = (
+        "chronos is a database where you work on a private branch (a world) of the data and a "
+        "person or policy merges it. The workflow: call describe first (tables, fields, a "
+        "sample row); fork a branch with a name for your task; make your changes on it (sql, "
+        'put, delete, always with branch="<your branch>"); check them with diff (and '
+        "merge_preview); then "
+    )
+    if caller.mode == "safe":
+        return common + (
+            "stop and report the branch name: a person reviews and merges it with "
+            f"`chronos {folder} merge <branch>`. You can't merge, and you can only write on "
+            "branches you forked in this session. Discard a branch you don't want. Ask for "
+            "small pages (limit 20) and select only the rows you need."
+        )
+    return common + (
+        "call merge when the diff is right (conflicts come back with base, ours and theirs: "
+        "settle them with resolve, by_columns or rows), or discard the branch. Ask for small "
+        "pages (limit 20) and select only the rows you need."
+    )
+
+
+class Server:
+    """Answers one JSON-RPC message at a time for one database and one caller."""
+
+    def __init__(self, db: Database, caller: Caller, folder: str) -> None:
+        self.db = db
+        self.caller = caller
+        self.folder = folder
+        self.session_version: str | None = None  # set by initialize
+        self.server_info = {"name": "chronos", "version": chronos_lite.__version__}
+        self._tools = [_tool(op) for op in REGISTRY.listed(caller)]
+        self._instructions = instructions(folder, caller)
+
+    # --- one message --------------------------------------------------------------------------
+
+    def answer_line(self, line: bytes) -> dict | None:
+        """The reply to one line (None: nothing to send)."""
+        try:
+            message = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _error(None, PARSE_ERROR, f"Parse error: the line isn't JSON ({exc})")
+        return self.answer(message)
+
+    def answer(self, message: Any) -> dict | None:
+        if isinstance(message, list):
+            return _error(
+                None,
+                INVALID_REQUEST,
+                "Invalid request: batches aren't served; send one JSON-RPC message per line",
+            )
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error(
+                None,
+                INVALID_REQUEST,
+                'Invalid request: send one JSON object with "jsonrpc": "2.0" per line',
+            )
+        if "method" not in message:
+            return None  # a client's response (we send no requests): nothing to answer
+        ident = message.get("id")
+        notification = "id" not in message
+        if not notification and (isinstance(ident, bool) or not isinstance(ident, str | int)):
+            return _error(
+                None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"
+            )
+        method = message["method"]
+        if notification:
+            return None  # notifications/initialized, cancelled, ...: no reply
+        if not isinstance(method, str):
+            return _error(ident, INVALID_REQUEST, "Invalid request: method must be a string")
+        params = message.get("params", {})
+        if params is None:
+            params = {}
+        try:
+            if not isinstance(params, dict):
+                raise ProtocolError(INVALID_PARAMS, "Invalid params: params must be an object")
+            result = self._dispatch(method, params)
+        except ProtocolError as exc:
+            return _error(ident, exc.code, exc.message, exc.data)
+        except Exception as exc:  # a bug outside an operation: say so, serve on
+            traceback.print_exc(file=sys.stderr)
+            return _error(ident, INTERNAL, f"Internal error: {type(exc).__name__}: {exc}")
+        return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+    def _dispatch(self, method: str, params: dict) -> dict:
+        modern = self._modern_version(params)
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "server/discover":
+            if modern is None:
+                raise ProtocolError(
+                    INVALID_PARAMS,
+                    f"Invalid params: server/discover needs the protocol version in "
+                    f"params._meta ({VERSION_KEY}); this server serves {', '.join(SUPPORTED)}",
+                )
+            return self._stamp(self._discover())
+        if method not in ("ping", "tools/list", "tools/call"):
+            raise ProtocolError(
+                NO_METHOD,
+                f"Method not found: {method} (this server has tools "
+                "only: initialize, ping, tools/list, tools/call, server/discover)",
+            )
+        if modern is None and self.session_version is None and method != "ping":
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: {method} names no protocol version in params._meta "
+                f"({VERSION_KEY}), and no initialize has opened a session",
+            )
+        if method == "ping":
+            if modern is not None:
+                raise ProtocolError(NO_METHOD, f"Method not found: ping isn't in {modern}")
+            return {}
+        if method == "tools/list":
+            if "cursor" in params:
+                raise ProtocolError(
+                    INVALID_PARAMS,
+                    "Invalid params: the tool list is one page; send tools/list without a cursor",
+                )
+            result: dict[str, Any] = {"tools": self._tools}
+            if modern is not None:
+                result.update(ttlMs=LIST_TTL_MS, cacheScope="private")
+            return self._stamp(result) if modern else result
+        result = self._call(params)
+        return self._stamp(result) if modern else result
+
+    def _modern_version(self, params: dict) -> str | None:
+        meta = params.get("_meta")
+        if not isinstance(meta, dict) or VERSION_KEY not in meta:
+            return None
+        version = meta[VERSION_KEY]
+        if version not in MODERN_VERSIONS:
+            raise ProtocolError(
+                UNSUPPORTED_VERSION,
+                f"Unsupported protocol version: {version}; this server serves "
+                f"{', '.join(MODERN_VERSIONS)} in params._meta, and "
+                f"{' and '.join(HANDSHAKE_VERSIONS)} through initialize",
+                {"requested": version, "supported": SUPPORTED},
+            )
+        return version
+
+    def _stamp(self, result: dict) -> dict:
+        result["resultType"] = "complete"
+        result.setdefault("_meta", {})[SERVER_INFO_KEY] = self.server_info
+        return result
+
+    def _initialize(self, params: dict) -> dict:
+        asked = params.get("protocolVersion")
+        if asked is None:
+            version = DEFAULT_VERSION
+        elif asked in HANDSHAKE_VERSIONS:
+            version = asked
+        else:
+            version = HANDSHAKE_VERSIONS[0]
+        self.session_version = version
+        return {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": self.server_info,
+            "instructions": self._instructions,
+        }
+
+    def _discover(self) -> dict:
+        return {
+            "supportedVersions": SUPPORTED,
+            "capabilities": {"tools": {}},
+            "instructions": self._instructions,
+            "ttlMs": LIST_TTL_MS,
+            "cacheScope": "private",
+        }
+
+    def _call(self, params: dict) -> dict:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise ProtocolError(
+                INVALID_PARAMS,
+                "Invalid params: tools/call needs the tool's "
+                "name (a string) and its arguments (an object)",
+            )
+        args = params.get("arguments", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            return _tool_error(f"{name}'s arguments must be a JSON object", "22023")
+        if name not in REGISTRY:
+            return _tool_error(f"unknown tool '{name}'; see tools/list", "22023")
+        try:
+            reply = REGISTRY.call(self.db, name, args, self.caller)
+        except ChronosError as exc:
+            return _tool_error(exc.message, exc.code, exc.data)
+        except Exception as exc:  # a bug in an operation: the session goes on
+            traceback.print_exc(file=sys.stderr)
+            return _tool_error(
+                f"internal error (a bug in chronos): {type(exc).__name__}: {exc}", "XX000"
+            )
+        result: dict[str, Any] = {
+            "content": [{"type": "text", "text": reply.text}],
+            "isError": False,
+        }
+        if isinstance(reply.data, dict):
+            result["structuredContent"] = reply.data
+        return result
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
+        """Read messages until stdin ends; answer each on stdout."""
+        while True:
+            line = stdin.readline(MAX_MESSAGE + 1)
+            if not line:
+                return
+            if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
+                _skip_rest_of_line(stdin)
+                reply = _error(
+                    None,
+                    INVALID_REQUEST,
+                    f"Invalid request: a message may be at "
+                    f"most {MAX_MESSAGE // (1024 * 1024)} MB; this one is longer",
+                )
+            elif not line.strip():
+                continue
+            else:
+                reply = self.answer_line(line)
+            if reply is not None:
+                stdout.write(_encode(reply))
+                stdout.flush()
+
+
+def _encode(reply: dict) -> bytes:
+    return (
+        json.dumps(reply, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+    )
+
+
+def _skip_rest_of_line(stdin: BinaryIO) -> None:
+    """Read past the rest of an over-long line, a block at a time, keeping none of it."""
+    while True:
+        block = stdin.readline(1024 * 1024)
+        if not block or block.endswith(b"\n"):
+            return
+
+
+def _tool(op) -> dict:
+    return {
+        "name": op.name,
+        "title": op.title,
+        "description": op.description,
+        "inputSchema": op.schema,
+        "annotations": op.annotations,
+    }
+
+
+def _error(ident: Any, code: int, message: str, data: Any = None) -> dict:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": ident, "error": error}
+
+
+def _tool_error(message: str, code: str, data: Any = None) -> dict:
+    structured: dict[str, Any] = {"error": message, "code": code}
+    if data is not None:
+        structured["data"] = data
+    return {
+        "content": [{"type": "text", "text": message}],
+        "structuredContent": structured,
+        "isError": True,
+    }
+
+
+def run(folder: str, allow_merge: bool, agent: str | None, branch: str | None) -> int:
+    """Start serving (the ``chronos mcp`` command); refusals before serving raise ChronosError."""
+    if agent is not None:
+        raise ChronosError(
+            f"--agent {agent}: agents (their rights, quotas and own worlds) aren't in this "
+            f"version yet; run in safe mode (the default) or with --allow-merge"
+        )
+    db = chronos_lite.open(folder)
+    try:
+        if branch not in (None, "main"):
+            db.world(branch)  # the branch must exist
+        caller = Caller(
+            name="owner" if allow_merge else "mcp", mode="owner" if allow_merge else "safe"
+        )
+        out = sys.stdout.buffer
+        sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs
+        Server(db, caller, str(folder)).serve(sys.stdin.buffer, out)
+    finally:
+        db.close()
+    return 0
