@@ -42,7 +42,8 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     "Runs SQL on a branch, as its own session: one or more statements, $1, $2, ... bound from "
     "params. Statements without BEGIN run as one transaction (a failure rolls back the whole "
     "call); BEGIN ... COMMIT must both be in the call. Returns each result as a psql-style "
-    "table, or a statement's tag (UPDATE 1). Select only the rows you need (use LIMIT).",
+    "table, or a statement's tag (UPDATE 1). Select only the rows you need (use LIMIT): over "
+    "MCP a result holds at most 1000 rows and says how to page on.",
     destructive=True,
 )
 def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
@@ -50,12 +51,20 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
     parts, data = [], []
     for result in outcome.results:
         if result.columns is not None:
-            parts.append(render.table(result.columns, result.rows))
+            shown = result.rows[: caller.max_rows] if caller.max_rows else result.rows
+            text = render.table(result.columns, shown)
+            if len(shown) < len(result.rows):  # cut for a client with a result size limit
+                text += (
+                    f"\n(showing the first {len(shown)} of {len(result.rows)} rows; select fewer "
+                    f"columns or page with LIMIT {len(shown)} OFFSET {len(shown)})"
+                )
+            parts.append(text)
             data.append(
                 {
                     "statement": result.sql,
                     "columns": result.columns,
-                    "rows": [[render.json_value(v) for v in row] for row in result.rows],
+                    "rows": [[render.json_value(v) for v in row] for row in shown],
+                    "total": len(result.rows),
                 }
             )
         else:

@@ -31,6 +31,7 @@ class Caller:
     name: str = "owner"
     mode: str = "owner"
     own_worlds: set[str] = field(default_factory=set)
+    max_rows: int | None = None  # rows a result may hold (MCP: 1000); None: all
 
     def own_world_names(self, db: Any) -> list[str]:
         return [w.name for w in db.worlds() if w.wid in self.own_worlds]

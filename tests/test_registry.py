@@ -15,6 +15,7 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 # The spec's parameter tables: name -> (type, required, default); default None = no default.
 SPEC = {
+    "describe": {"table": ("string", False, None), "branch": ("string", False, "main")},
     "sql": {
         "sql": ("string", True, None),
         "params": ("array", False, None),

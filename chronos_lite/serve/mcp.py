@@ -29,6 +29,7 @@ DEFAULT_VERSION = "2025-06-18"  # an initialize that names none
 MAX_MESSAGE = 8 * 1024 * 1024
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+MAX_ROWS = 1000  # rows a result holds; it says how to page on
 LIST_TTL_MS = 3_600_000  # the tool list changes only with the program
 
 PARSE_ERROR, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS, INTERNAL = (
@@ -328,7 +329,9 @@ def run(folder: str, allow_merge: bool, agent: str | None, branch: str | None) -
         if branch not in (None, "main"):
             db.world(branch)  # the branch must exist
         caller = Caller(
-            name="owner" if allow_merge else "mcp", mode="owner" if allow_merge else "safe"
+            name="owner" if allow_merge else "mcp",
+            mode="owner" if allow_merge else "safe",
+            max_rows=MAX_ROWS,
         )
         out = sys.stdout.buffer
         sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs
