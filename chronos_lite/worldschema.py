@@ -63,9 +63,6 @@ class Op:
             return f"ALTER TABLE {name} ADD COLUMN {self.detail['column_sql']}"
         return f"DROP TABLE {name}"
 
-    @property
-    def verb(self) -> str:
-        return {"create": "created", "add": "added a column to", "drop": "dropped"}[self.kind]
 
 
 def _ops(conn: apsw.Connection, where: str, args: tuple) -> list[Op]:
@@ -155,6 +152,7 @@ def run(db: Database, session: Session, stmt: str) -> str:
             f"changes on main",
             errors.REFUSED,
         )
+    db.bump_version(session.conn, session.world)
     db.rebuild_world(session)  # (main's side follows on main's connection, after the commit)
     return tag
 
@@ -319,6 +317,7 @@ class Step:
     op: Op
     table: str  # the table's name now
     conflict: str = ""  # why it can't merge; empty when it can
+    rows: int = 0  # a dropped table: the rows the parent loses with it
 
     @property
     def outcome(self) -> str:
@@ -354,6 +353,10 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
                 step.conflict = f"{parent.branch} has a column {col} in {pname} too"
         elif _parent_wrote(conn, world, parent, op.table_id):
             step.conflict = f"{parent.branch} changed rows of {op.name} since the fork"
+        else:
+            pname = theirs_by_id[op.table_id][0]
+            source = f"main.{quote_ident(pname)}" if parent.world is None else quote_ident(pname)
+            step.rows = conn.execute(f"select count(*) from {source}").fetchone()[0]
         out.append(step)
     return out
 
@@ -370,14 +373,17 @@ def _parent_wrote(conn: apsw.Connection, world: World, parent: Session, n: int) 
     )
 
 
-def conflict_error(world: World, parent: str, found: list[Step]) -> ChronosError:
+def conflict_error(
+    world: World, parent: str, found: list[Step], doing: str = "merging"
+) -> ChronosError:
+    where, again = ("into", "merge") if doing == "merging" else ("onto", "rebase")
     lines = [
-        f"merging {world.name} into {parent}: schema changes that conflict, nothing was changed:"
+        f"{doing} {world.name} {where} {parent}: schema changes that conflict, nothing was changed:"
     ]
     lines += [f"! {s.op.sql(s.table)} ({s.conflict})" for s in found]
     lines.append(
-        f"change {world.name}'s schema to fit (drop and create the table under another name, "
-        f"or drop the column), or change {parent}'s, then merge again"
+        f"change {world.name}'s schema to fit (drop the table and create it under another "
+        f"name), or change {parent}'s, then {again} again"
     )
     data = [{"table": s.table, "schema": s.op.sql(s.table), "detail": s.conflict} for s in found]
     return ChronosError("\n".join(lines), errors.CONFLICT, data)

@@ -237,3 +237,51 @@ def test_schema_changes_through_the_cli(tmp_path):
     assert run_cli(folder, "merge", "w").stdout.strip() == "merged 2 changes from w into main"
     with chronos_lite.open(folder) as db:
         assert db.query("select body from notes") == [{"body": "hi"}]
+
+
+def test_rows_of_a_table_the_target_lacks_conflict_instead_of_failing(shop):
+    shop.sql("create table logs(id integer primary key, msg text)")
+    shop.fork("p")
+    shop.sql("create table notes(id integer primary key, body text)", branch="p")
+    shop.fork("c", source="p")
+    shop.fork("sib", source="p")
+    shop.sql("insert into notes(body) values ('x'); insert into logs(msg) values ('c')", branch="c")
+    shop.sql("drop table logs", branch="sib")
+    for into in ("sib", None):
+        if into is None:
+            shop.sql("drop table logs", branch="p")
+        with pytest.raises(ChronosError, match="has no table logs") as err:
+            shop.call("merge", branch="c", **({"into": into} if into else {}))
+        assert err.value.code == "40001"
+    preview = shop.call("merge_preview", branch="c", into="sib").text
+    assert "conflict" in preview
+    shop.call("merge", branch="c", resolve="theirs")  # leaves the rows of logs out
+    assert shop.query("select body from notes", branch="p") == [{"body": "x"}]
+
+
+def test_schema_changes_move_the_version_and_dropped_rows_count_as_deletes(shop):
+    shop.sql("create table logs(id integer primary key, msg text)")
+    shop.sql("insert into logs(msg) values ('a'), ('b')")
+    shop.fork("w")
+    before = shop.world("w").version
+    shop.sql("drop table logs", branch="w")
+    assert shop.world("w").version == before + 1
+    with pytest.raises(ChronosError, match="is at version"):
+        shop.call("merge", branch="w", version=before)
+    assert "It deletes 2 rows (confirm_deletes=2)" in shop.call("merge_preview", branch="w").text
+    with pytest.raises(ChronosError, match="confirm_deletes is 0, but merging w deletes 2 rows"):
+        shop.call("merge", branch="w", confirm_deletes=0)
+    shop.call("merge", branch="w", confirm_deletes=2)
+    assert "logs" not in shop.tables()
+
+
+def test_diff_to_names_tables_whose_columns_differ(shop):
+    shop.fork("w")
+    shop.sql(
+        "alter table users add column plan text; alter table users add column x int", branch="w"
+    )
+    assert shop.call("diff", branch="w").text.startswith(
+        "2 changes on w (schema: added 2 columns to users)"
+    )
+    text = shop.call("diff", branch="w", to="main").text
+    assert "not compared, as their columns differ: users" in text

@@ -69,6 +69,11 @@ class Plan:
     def writes(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.outcome != "conflict" and o.write]
 
+    @property
+    def deletes(self) -> int:
+        """Rows the merge deletes: row by row, and with the tables it drops."""
+        return sum(o.deletes for o in self.writes) + sum(s.rows for s in self.schema)
+
 
 @dataclass
 class Options:
@@ -104,6 +109,19 @@ def _settle(c: Change, opts: Options, by_hand: Any) -> Outcome:
             return Outcome(c, "combined", "both changed it, in different columns", combined)
         return Outcome(c, "conflict", f"both changed {', '.join(both)}")
     return Outcome(c, "conflict", _why(c))
+
+
+def _no_table(c: Change, parent: str, opts: Options) -> Outcome:
+    """A row of a table the target doesn't have: it dropped it, or the world inherited the
+    table from a branch the target doesn't see."""
+    if opts.resolve == "theirs":
+        return Outcome(c, "theirs", f"{parent} has no table {c.table}; resolve=theirs", None, False)
+    return Outcome(
+        c,
+        "conflict",
+        f"{parent} has no table {c.table} (it dropped it, or the table was made on a branch it "
+        f"doesn't see); resolve=theirs leaves these rows out",
+    )
 
 
 def _why(c: Change) -> str:
@@ -181,10 +199,15 @@ def plan(db: Database, name: str, opts: Options) -> Plan:
             f"schema changes merge into its parent ({world.parent}) only; merge there, or "
             f"leave those tables out with only_tables"
         )
+    created = {s.op.table_id for s in p.schema if s.op.kind == "create"}
+    there = {n for n, _t in db.tables_for(parent.world).values()} | created
     for c in world_changes(db, world, parent, tables, other):
         if keys is not None and (c.table, c.key) not in keys:
             continue
-        p.outcomes.append(_settle(c, opts, rows.get((c.table, c.key))))
+        outcome = _settle(c, opts, rows.get((c.table, c.key)))
+        if c.n not in there and outcome.outcome != "theirs":
+            outcome = _no_table(c, parent.branch, opts)
+        p.outcomes.append(outcome)
     p.outcomes.sort(key=lambda o: (ORDER[o.change.kind], o.change.table, o.change.key))
     return p
 
@@ -317,7 +340,7 @@ def merge(
                 raise schema_conflict_error(world, p.parent_name, clashes)
             if p.conflicts:
                 raise conflict_error(p)
-            deletes = sum(o.deletes for o in p.writes)
+            deletes = p.deletes
             if confirm_deletes is not None and confirm_deletes != deletes:
                 raise ChronosError(
                     f"confirm_deletes is {confirm_deletes}, but merging {name} deletes "

@@ -24,6 +24,7 @@ class Diff:
     branch: str
     changes: list[Change]
     schema: list[Step] = field(default_factory=list)  # the world's own schema changes
+    unlike: list[str] = field(default_factory=list)  # compare: tables not alike on both sides
 
     def ordered(self) -> list[Change]:
         """Deletes first (what each table loses), then updates, then inserts."""
@@ -38,7 +39,15 @@ class Diff:
             for table, k in sorted(counts.items())
         ]
         if self.schema:
-            parts.insert(0, "schema: " + ", ".join(f"{s.op.verb} {s.table}" for s in self.schema))
+            done = Counter((s.op.kind, s.table) for s in self.schema)
+            parts.insert(
+                0, "schema: " + ", ".join(_schema_words(k, t, n) for (k, t), n in done.items())
+            )
+        if self.unlike:
+            parts.append(
+                f"not compared, as their columns differ: {', '.join(self.unlike)} (see each "
+                f"branch's own diff)"
+            )
         n = self.count
         head = f"{n} change{'s' if n != 1 else ''} on {self.branch}"
         return head + (f" ({'; '.join(parts)})" if parts else "")
@@ -50,6 +59,12 @@ class Diff:
     def schema_lines(self) -> list[str]:
         signs = {"create": "+", "add": "~", "drop": "-"}
         return [f"{signs[s.op.kind]} {s.op.sql(s.table)}" for s in self.schema]
+
+
+def _schema_words(kind: str, table: str, n: int) -> str:
+    if kind == "add":
+        return f"added {n} column{'s' if n != 1 else ''} to {table}"
+    return f"{'created' if kind == 'create' else 'dropped'} {table}"
 
 
 def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
@@ -137,16 +152,19 @@ def compare(db: Database, branch: str, other: str) -> Diff:
     worlds = [w for w in (left, right) if w is not None]
     a, b = db.session(branch), db.session(other)
     out: list[Change] = []
+    unlike = []
     theirs = db.tables_for(right)
     for name, (n, t) in sorted(db.tables_for(left).items()):
         if theirs.get(name, (None,))[0] != n or theirs[name][1].column_names != t.column_names:
-            continue  # not the same table on both: a schema difference, shown by diff alone
+            unlike.append(name)  # not the same table on both: a schema difference
+            continue
         keys = _candidate_keys(db, n, t, worlds)
         for key in sorted(keys, key=lambda k: tuple(str(v) for v in k)):
             mine, theirs = view_row(a, n, t, key), view_row(b, n, t, key)
             if mine != theirs:
                 out.append(Change(name, n, t, key, mine, theirs, None, False))
-    return Diff(f"{branch} -> {other}", out)
+    unlike += sorted(set(theirs) - set(db.tables_for(left)))
+    return Diff(f"{branch} -> {other}", out, unlike=unlike)
 
 
 def _candidate_keys(db: Database, n: int, t: TableInfo, worlds: list) -> set[tuple]:

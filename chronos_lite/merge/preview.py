@@ -47,7 +47,7 @@ def preview(
             f"{conflicts} conflict{'s' if conflicts != 1 else ''}: "
             f"the merge would be refused until they are settled",
         )
-    deletes = sum(o.deletes for o in p.writes)
+    deletes = p.deletes
     if deletes:
         tail.append(
             f"It deletes {deletes} row{'s' if deletes != 1 else ''} (confirm_deletes={deletes})."

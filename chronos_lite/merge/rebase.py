@@ -32,7 +32,7 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
         p = plan(db, name, opts)
         clashes = [s for s in p.schema if s.conflict]
         if clashes:  # the world's schema changes must still fit the parent as it is now
-            raise schema_conflict_error(world, p.parent_name, clashes)
+            raise schema_conflict_error(world, p.parent_name, clashes, "rebasing")
         if p.conflicts:
             raise conflict_error(p, "rebasing")
         taken = _parent_rows_since_fork(db, world)
