@@ -96,6 +96,10 @@ class Operation:
         error = next(iter(sorted(self.validator.iter_errors(args), key=_error_order)), None)
         if error is not None:
             raise ChronosError(self._explain(error), BAD_ARGUMENT)
+        for key, value in args.items():  # Python's $ matches before a final newline: check here
+            spec = self.properties.get(key, {})
+            if isinstance(value, str) and _no_spaces(spec) and any(c.isspace() for c in value):
+                raise ChronosError(f"'{key}' must be {describe(spec)}, not {_show(value)}")
         out = dict(args)
         for key, spec in self.properties.items():
             if key not in out and "default" in spec:
@@ -119,6 +123,11 @@ class Operation:
         return error.message
 
 
+def _no_spaces(spec: dict) -> bool:
+    pattern = spec.get("pattern", "")
+    return pattern.startswith("^\\S") or pattern.startswith("^[^\\s@]")
+
+
 def _error_order(error: jsonschema.ValidationError) -> tuple:
     # Report a missing or unknown parameter before a bad value: it is usually the real mistake.
     rank = {"required": 0, "additionalProperties": 1}.get(error.validator, 2)
@@ -135,7 +144,7 @@ def describe(spec: dict) -> str:
     kind = spec.get("type")
     if kind == "string":
         pattern = spec.get("pattern", "")
-        if pattern.startswith("^\\S") or pattern.startswith("^[^\\s@]"):
+        if _no_spaces(spec):
             text = "a non-empty string without spaces"
             return text + (" (name or name@when)" if "@" in pattern else "")
         if "enum" in spec:
@@ -144,7 +153,9 @@ def describe(spec: dict) -> str:
     if kind == "boolean":
         return "true or false"
     if kind == "integer":
-        low = spec.get("minimum")
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if low is not None and high is not None:
+            return f"an integer from {low} to {high}"
         return "an integer" + (f" of at least {low}" if low is not None else "")
     if kind == "object":
         return "a JSON object"
@@ -185,7 +196,12 @@ class Registry:
         caller = caller or Caller()
         valid = op.validate(args if args is not None else {})
         rights.check(db, op, args or {}, caller)  # as given: no branch is not branch="main"
-        return op.handler(db, valid, caller)
+        try:
+            return op.handler(db, valid, caller)
+        except OverflowError:  # a number SQLite can't hold, found as it was bound
+            raise ChronosError(
+                "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
+            ) from None
 
 
 REGISTRY = Registry()

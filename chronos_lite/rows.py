@@ -96,9 +96,10 @@ def get(
 def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> dict:
     unknown = [k for k in record if k not in t.column_names]
     if unknown:
+        named = ", ".join(repr(k[:60]) for k in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise ChronosError(
-            f"table {t.name} has no column {', '.join(repr(k) for k in unknown)}; "
-            f"its columns: {', '.join(t.column_names)}"
+            f"table {t.name} has no column {named}{more}; its columns: {', '.join(t.column_names)}"
         )
     row = {
         k: (json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v)

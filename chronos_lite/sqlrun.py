@@ -70,7 +70,7 @@ def _run(db: Database, session: Session, statements: list[str], binds: dict) -> 
     for index, stmt in enumerate(statements, start=1):
         try:
             result = _statement(db, session, stmt, binds, explicit and writes)
-        except (apsw.Error, KeyError, ChronosError) as exc:
+        except (apsw.Error, KeyError, ChronosError, OverflowError) as exc:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
             raise _explain(db, session, exc, index, len(statements), stmt, explicit) from None
@@ -105,14 +105,14 @@ def _statement(
     if session.world is not None:
         db.begin_world_write(conn, sqltext.conflict_mode(stmt), sqltext.may_write(stmt))
     if session.world is not None and words[:1] in (["INSERT"], ["REPLACE"]):
-        adapted = adapt_insert(db, session, stmt, binds, _execute)
+        adapted = adapt_insert(db, session, stmt, binds, _world_execute)
         if adapted is not None:
             if adapted.changed:
                 db.bump_version(conn, session.world)
             if not adapted.columns:
                 return StatementResult(stmt, tag=f"INSERT 0 {adapted.changed}")
             return StatementResult(stmt, adapted.columns, adapted.rows)
-    rows, desc = _execute(conn, stmt, binds)
+    rows, desc = _execute(conn, stmt, binds, session.world is not None)
     changed = db.rows_written(session)
     if changed and session.world is not None:
         db.bump_version(conn, session.world)
@@ -125,6 +125,7 @@ def _statement(
 
 # (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger
 # dropped by hand is put back by the next schema sync.)
+TOO_BIG = "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
 _WRITES = {
     apsw.SQLITE_INSERT,
     apsw.SQLITE_UPDATE,
@@ -144,7 +145,26 @@ def _guard(op: int, one: str | None, two: str | None, _db: str | None, trigger: 
     return apsw.SQLITE_OK
 
 
-def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple]:
+def _world_guard(
+    op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
+) -> int:
+    """On a world, also keep writes off main's own tables (``main.users``): the world's rows
+    are written through its views, by unqualified names."""
+    if trigger and trigger.startswith(PREFIX):
+        return apsw.SQLITE_OK
+    if op in _ROW_WRITES and db == "main" and one and not one.startswith(PREFIX):
+        _denied.append(one)
+        return apsw.SQLITE_DENY
+    return _guard(op, one, two, db, trigger)
+
+
+_ROW_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE}
+_denied: list[str] = []  # the main table a world statement named (for the message)
+
+
+def _execute(
+    conn: apsw.Connection, stmt: str, binds: dict, world: bool = False
+) -> tuple[list, tuple]:
     """Rows and column description of one statement (also when it returns no rows)."""
     description: list = []
 
@@ -154,14 +174,27 @@ def _execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple
 
     cursor = conn.cursor()
     cursor.exec_trace = trace
-    conn.authorizer = _guard
+    conn.authorizer = _world_guard if world else _guard
+    _denied.clear()
     try:
         rows = cursor.execute(stmt, binds or None).fetchall()
     except apsw.AuthError:
+        if _denied:
+            raise ChronosError(
+                f"main.{_denied[0]} is main's table: on a branch, write the branch's rows by "
+                f"their unqualified name ({_denied[0]}); main changes when the branch merges",
+                errors.REFUSED,
+            ) from None
         raise ChronosError(errors.OWN_TABLES, errors.REFUSED) from None
+    except OverflowError:
+        raise ChronosError(TOO_BIG, errors.BAD_ARGUMENT) from None
     finally:
         conn.authorizer = None
     return rows, (description[0] if description else ())
+
+
+def _world_execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple]:
+    return _execute(conn, stmt, binds, world=True)
 
 
 def _tag(stmt: str, changed: int) -> str:
@@ -202,6 +235,8 @@ def _explain(
     elif isinstance(exc, KeyError):
         message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
         code = errors.BAD_ARGUMENT
+    elif isinstance(exc, OverflowError):
+        message, code = TOO_BIG, errors.BAD_ARGUMENT
     elif isinstance(exc, apsw.BindingsError):
         message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
         code = errors.BAD_ARGUMENT

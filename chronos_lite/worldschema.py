@@ -64,7 +64,6 @@ class Op:
         return f"DROP TABLE {name}"
 
 
-
 def _ops(conn: apsw.Connection, where: str, args: tuple) -> list[Op]:
     rows = conn.execute(
         f"select id, world, clock, kind, table_id, name, detail from main._chronos_schema "

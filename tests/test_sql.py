@@ -127,3 +127,18 @@ def test_returning_on_a_world_moves_the_version_and_reads_dont(shop):
     out = shop.sql("delete from users where id = 1 returning name", branch="w")
     assert out.results[0].rows == [("X",)]
     assert shop.world("w").version == 2
+
+
+def test_a_world_cannot_write_mains_tables_by_qualified_name(shop):
+    shop.fork("w")
+    for stmt in (
+        "update main.users set name = 'X'",
+        "insert into main.users(name) values ('X')",
+        "delete from main.users",
+        "begin; update main.users set name = 'X'; commit",
+    ):
+        with pytest.raises(ChronosError, match="main.users is main's table") as err:
+            shop.sql(stmt, branch="w")
+        assert err.value.code == "42501"
+    assert shop.query("select name from users") == [{"name": "Ada"}]
+    assert shop.query("select name from main.users", branch="w") == [{"name": "Ada"}]

@@ -12,6 +12,7 @@ target (a warm call well under a millisecond) need a plain line loop, and it is 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import traceback
 from typing import Any, BinaryIO
@@ -87,9 +88,11 @@ class Server:
     def answer_line(self, line: bytes) -> dict | None:
         """The reply to one line (None: nothing to send)."""
         try:
-            message = json.loads(line)
+            message = json.loads(line, parse_constant=_not_json)
         except (ValueError, UnicodeDecodeError) as exc:
             return _error(None, PARSE_ERROR, f"Parse error: the line isn't JSON ({exc})")
+        except RecursionError:
+            return _error(None, PARSE_ERROR, "Parse error: the message is nested too deeply")
         return self.answer(message)
 
     def answer(self, message: Any) -> dict | None:
@@ -101,7 +104,7 @@ class Server:
             )
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _error(
-                None,
+                _readable_id(message),
                 INVALID_REQUEST,
                 'Invalid request: send one JSON object with "jsonrpc": "2.0" per line',
             )
@@ -276,9 +279,33 @@ class Server:
 
 
 def _encode(reply: dict) -> bytes:
-    return (
-        json.dumps(reply, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
-    )
+    try:
+        text = json.dumps(
+            reply, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str
+        )
+    except ValueError:  # inf or nan from SQL (select 1e999): JSON has no such numbers
+        text = json.dumps(_finite(reply), ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode() + b"\n"
+
+
+def _finite(value: Any) -> Any:
+    """inf, -inf and nan as the strings "Infinity", "-Infinity" and "NaN"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _readable_id(message: Any) -> Any:
+    ident = message.get("id") if isinstance(message, dict) else None
+    return ident if isinstance(ident, str | int) and not isinstance(ident, bool) else None
 
 
 def _skip_rest_of_line(stdin: BinaryIO) -> None:
