@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from . import shadow, worldschema
+from . import shadow, timetravel, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .shadow import SEQ, WORLD, history_table, overlay_table
@@ -54,6 +54,7 @@ class Session:
 
     conn: apsw.Connection
     world: World | None = None
+    past: bool = False  # main as it was at a moment (name@when): read only
     built_for: tuple | None = None
     temp_version: int = 0
     own_temp: set[str] = field(default_factory=set)
@@ -211,7 +212,7 @@ class Database:
         the worlds it forked from, up to its fork). ``conn``: read there (a transaction that
         made a schema change sees it)."""
         tables = self.tables()
-        if world is None:
+        if world is None or world.id == 0:  # main, or main as it was (name@when)
             return tables
         conn = conn or self._main.conn
         key = (self._schema_version, world.fork_seq, worldschema.signature(conn))
@@ -259,13 +260,14 @@ class Database:
         return _world_from_row(row)
 
     def resolve(self, branch: str | None) -> World | None:
-        """None for main, else the open world named ``branch``."""
+        """None for main, else the open world named ``branch`` (as it is now: name@when is
+        read through session())."""
         if branch is None or branch == "main":
             return None
         if "@" in branch:
             raise ChronosError(
-                f"'{branch}': reading a branch as it was at a moment (name@when) isn't "
-                f"supported by this version; give a branch name (main or a world)",
+                f"'{branch}' is a branch as it was at a moment, which can only be read; "
+                f"give the branch's name ({branch.split('@', 1)[0]}) to change it",
                 BAD_ARGUMENT,
             )
         return self.world(branch)
@@ -313,9 +315,15 @@ class Database:
                     f"branch '{name}' already exists: pick another name, or discard it first",
                     IN_USE,
                 )
-            parent = self.resolve(source) if source not in (None, "main") else None
+            past = source is not None and source.startswith("main@")
+            parent = self.resolve(source) if source not in (None, "main") and not past else None
             clock = self.tick(conn)  # writes stamped before the fork are not the new world's
-            base = json.dumps(parent.base if parent else self.horizons(conn, tables))
+            if past:  # main as it was at a moment: each table as of its last change before
+                when = timetravel.checked_moment(self, source.split("@", 1)[1])
+                horizon = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
+            else:
+                horizon = parent.base if parent else self.horizons(conn, tables)
+            base = json.dumps(horizon)
             conn.execute(
                 "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, "
                 "created) values (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -431,6 +439,8 @@ class Database:
 
     def session(self, branch: str | None) -> Session:
         """A connection placed on ``branch``, its world views current."""
+        if branch is not None and "@" in branch:
+            return self._past_session(branch)
         world = self.resolve(branch)
         if world is None:
             self.tables()
@@ -464,14 +474,45 @@ class Database:
             session.built_for = key
         return session
 
-    def _place(self, session: Session, tables: dict) -> None:
+    def _past_session(self, branch: str) -> Session:
+        """Main as it was at a moment (``main@-10 minutes``): views of each table as of the last
+        change before then, on a connection of its own; read only."""
+        name, _, when_text = branch.partition("@")
+        if name != "main":
+            self.world(name)  # a clear error for a branch that doesn't exist
+            raise ChronosError(
+                f"'{branch}': reading a world as it was at a moment needs the world's history, "
+                f"which this version keeps for main only: read main@{when_text}, or {name} as "
+                f"it is now",
+                BAD_ARGUMENT,
+            )
+        when = timetravel.checked_moment(self, when_text)
+        tables = self.tables()
+        conn = self._main.conn
+        base = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
+        session = self._worlds.get(0)
+        if session is None:
+            session = Session(_connect(self.path, "normal"), past=True)
+            session.conn.execute(CTX_DDL)
+            self.connection_ready(session.conn)
+            self._worlds[0] = session
+        session.world = World(0, "", branch, None, "main", base, 0, OWNER, {}, 0, when)
+        session.conn.execute("BEGIN")
+        try:
+            self._place(session, tables, writable=False)
+        finally:
+            session.conn.execute("COMMIT")
+        session.built_for = None
+        return session
+
+    def _place(self, session: Session, tables: dict, writable: bool = True) -> None:
         """Put the session's connection on its world: its views and triggers."""
         conn, world = session.conn, session.world
         for (name,) in conn.execute(
             "select name from temp.sqlite_schema where type = 'view'"
         ).fetchall():
             conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
-        for stmt in world_objects(tables, world.id, world.base):
+        for stmt in world_objects(tables, world.id, world.base, writable):
             conn.execute(stmt)
         mine = {name.lower() for name in tables}
         for name in self.tables():

@@ -93,12 +93,13 @@ class Operation:
         """Check arguments against the schema; fill defaults. Errors say how to fix the call."""
         if not isinstance(args, dict):
             raise ChronosError(f"{self.name} takes a JSON object of arguments")
-        error = next(iter(sorted(self.validator.iter_errors(args), key=_error_order)), None)
-        if error is not None:
-            raise ChronosError(self._explain(error), BAD_ARGUMENT)
+        errors = list(self.validator.iter_errors(args))
+        if errors:
+            raise ChronosError(self._explain(min(errors, key=_error_order)), BAD_ARGUMENT)
         for key, value in args.items():  # Python's $ matches before a final newline: check here
             spec = self.properties.get(key, {})
-            if isinstance(value, str) and _no_spaces(spec) and any(c.isspace() for c in value):
+            name = value.split("@", 1)[0] if isinstance(value, str) else ""  # name@when: a time
+            if _no_spaces(spec) and any(c.isspace() for c in name):
                 raise ChronosError(f"'{key}' must be {describe(spec)}, not {_show(value)}")
         out = dict(args)
         for key, spec in self.properties.items():

@@ -15,7 +15,7 @@ import apsw
 
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
-from .errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
+from .errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
 from .sqltext import quote_ident
 from .worldsql import key_view
 
@@ -158,6 +158,13 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
 def _write(db: Database, session: Session, action: Callable[[apsw.Connection], Any]) -> Any:
     """Run one row write as its own transaction; on a world it moves the version on."""
     conn = session.conn
+    if session.past:
+        db.end_call(session)
+        raise ChronosError(
+            f"{session.branch} is main as it was at a moment: it can only be read; write on "
+            f"main or on a branch",
+            REFUSED,
+        )
     try:
         with db.write(conn):
             if session.world is not None:

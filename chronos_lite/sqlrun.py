@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from . import errors, shadow, sqltext, worldschema
+from . import errors, shadow, sqltext, timetravel, worldschema
 from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
@@ -98,8 +98,16 @@ def _statement(
         and "TEMP" not in words[1:2]
         and "TEMPORARY" not in words[1:2]
     )
+    if session.past and sqltext.may_write(stmt):
+        raise ChronosError(
+            f"{session.branch} is main as it was at a moment: it can only be read (SELECT); "
+            f"write on main or on a branch",
+            errors.REFUSED,
+        )
     if ddl and session.world is not None:
         return StatementResult(stmt, tag=worldschema.run(db, session, stmt))
+    if "OF" in sqltext.all_words(stmt):
+        stmt = _as_of(db, session, stmt)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
         _drop_history_triggers_for(conn, stmt)
     if session.world is not None:
@@ -191,6 +199,75 @@ def _execute(
     finally:
         conn.authorizer = None
     return rows, (description[0] if description else ())
+
+
+def _as_of(db: Database, session: Session, stmt: str) -> str:
+    """``<table> AS OF '<moment>'`` read through a TEMP view of the table as it was then."""
+    clauses = timetravel.as_of_clauses(stmt)
+    if not clauses:
+        return stmt
+    if session.world is not None and not session.past:
+        raise ChronosError(
+            f"AS OF reads main's history; {session.branch}'s own history isn't kept by this "
+            f"version: run the query on main (branch main), or read {session.branch} as it is",
+            errors.BAD_ARGUMENT,
+        )
+    out, at = [], 0
+    for start, end, moment, _as_at, clause_end in clauses:
+        n, t = db.table(_name_at(stmt, start, end))
+        when = timetravel.checked_moment(db, moment)
+        seq = timetravel.seq_at(session.conn, n, when)
+        view = timetravel.past_name(n, seq)
+        if not session.conn.execute(
+            "select 1 from temp.sqlite_schema where name = ?", (view,)
+        ).fetchone():
+            timetravel.past_view(session.conn, n, t, seq, view)
+        head = stmt[at:start]
+        if head.rstrip().endswith("."):  # main.users AS OF ...: the schema goes too
+            head = head.rstrip()[:-1].rstrip()
+            head = head[: len(head) - len(head.split()[-1])] if head.split() else head
+        out.append(f"{head}temp.{sqltext.quote_ident(view)}{_alias(stmt, clause_end, t.name)}")
+        at = clause_end
+    out.append(stmt[at:])
+    return "".join(out)
+
+
+def _name_at(stmt: str, start: int, end: int) -> str:
+    text = stmt[start:end]
+    return text[1:-1].replace('""', '"') if text[:1] in '"`[' else text
+
+
+_NOT_ALIASES = {
+    "WHERE",
+    "JOIN",
+    "LEFT",
+    "RIGHT",
+    "FULL",
+    "INNER",
+    "CROSS",
+    "NATURAL",
+    "ON",
+    "USING",
+    "GROUP",
+    "ORDER",
+    "LIMIT",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "WINDOW",
+    "HAVING",
+    "AS",
+}
+
+
+def _alias(stmt: str, at: int, name: str) -> str:
+    """`` AS <name>`` unless the query gives the table an alias of its own after the clause."""
+    words = sqltext.keywords(stmt[at:], 1)
+    rest = stmt[at:].lstrip()
+    if rest[:1].isalpha() or rest[:1] in '"`[':
+        if not words or words[0] not in _NOT_ALIASES or words[0] == "AS":
+            return ""
+    return f" AS {sqltext.quote_ident(name)}"
 
 
 def _world_execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple]:

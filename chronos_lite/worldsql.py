@@ -451,24 +451,30 @@ def _trigger(t: TableInfo, n: int, suffix: str, event: str, steps: list[str], kv
 
 
 def world_objects(
-    tables: dict[str, tuple[int, TableInfo]], world: int, base: dict[int, int]
+    tables: dict[str, tuple[int, TableInfo]],
+    world: int,
+    base: dict[int, int],
+    writable: bool = True,
 ) -> list[str]:
     """Every TEMP statement that puts a connection on the world (``base``: what it sees of
-    main, per table the last history seq at its fork; a table created since counts from 0)."""
+    main, per table the last history seq at its fork; a table created since counts from 0).
+    Not ``writable``: the views alone (main as it was at a moment: world 0, no overlay)."""
     out: list[str] = []
     for _name, (n, t) in sorted(tables.items()):
         seq = base.get(n, 0)
         out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq)}")
         if t.key_kind == "rowid":
             out.append(f"CREATE TEMP VIEW {key_view(n)} AS {view_select(t, n, world, seq, True)}")
+            if writable:
+                out += [
+                    insert_trigger(t, n, world, True),
+                    update_trigger(t, n, world, True),
+                    delete_trigger(t, n, world, True),
+                ]
+        if writable:
             out += [
-                insert_trigger(t, n, world, True),
-                update_trigger(t, n, world, True),
-                delete_trigger(t, n, world, True),
+                insert_trigger(t, n, world),
+                update_trigger(t, n, world),
+                delete_trigger(t, n, world),
             ]
-        out += [
-            insert_trigger(t, n, world),
-            update_trigger(t, n, world),
-            delete_trigger(t, n, world),
-        ]
     return out

@@ -146,7 +146,7 @@ def test_user_errors_never_show_internals(tmp_path, shop):
     shop.close()
     for args, message in [
         (("sql", "select $1"), "give their values in 'params'"),
-        (("get", "users", "1", "-b", "main@yesterday"), "isn't supported by this version"),
+        (("get", "users", "1", "-b", "main@yesterday"), "isn't a moment"),
     ]:
         proc = run_cli(folder, *args, check=False)
         assert proc.returncode == 1 and message in proc.stderr, proc.stderr

@@ -148,14 +148,20 @@ def change_sql(c: Change) -> str:
 
 def compare(db: Database, branch: str, other: str) -> Diff:
     """Rows that differ between two branches (``branch`` → ``other``)."""
-    left, right = db.resolve(branch), db.resolve(other)
+    if "@" in branch and "@" in other:
+        raise ChronosError(
+            "diff compares a branch with another, of which at most one may be name@when",
+            BAD_ARGUMENT,
+        )
+    a, b = db.session(branch), db.session(other)  # (name@when: main as it was, world 0)
+    left, right = a.world, b.world
     worlds = [w for w in (left, right) if w is not None]
-    a, b = db.session(branch), db.session(other)
     out: list[Change] = []
     unlike = []
-    theirs = db.tables_for(right)
+    their_tables = db.tables_for(right)
     for name, (n, t) in sorted(db.tables_for(left).items()):
-        if theirs.get(name, (None,))[0] != n or theirs[name][1].column_names != t.column_names:
+        there = their_tables.get(name)
+        if there is None or there[0] != n or there[1].column_names != t.column_names:
             unlike.append(name)  # not the same table on both: a schema difference
             continue
         keys = _candidate_keys(db, n, t, worlds)
@@ -163,7 +169,7 @@ def compare(db: Database, branch: str, other: str) -> Diff:
             mine, theirs = view_row(a, n, t, key), view_row(b, n, t, key)
             if mine != theirs:
                 out.append(Change(name, n, t, key, mine, theirs, None, False))
-    unlike += sorted(set(theirs) - set(db.tables_for(left)))
+    unlike += sorted(set(their_tables) - set(db.tables_for(left)))
     return Diff(f"{branch} -> {other}", out, unlike=unlike)
 
 

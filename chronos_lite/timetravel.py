@@ -1,0 +1,171 @@
+"""Reading the past: moments (``'-15 minutes'``, ``'2026-11-30 10:00'``), ``AS OF`` and
+``name@when``.
+
+Main's history keeps each row's image before every change, numbered per table (its seq) and
+stamped with the time of the change. The table as it was at a moment is the table as of the last
+seq stamped at or before it: for each key, the first image after that seq, else the live row.
+That is the same read a world makes of main as of its fork (worldsql.view_select), with no
+overlay of its own.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+
+import apsw
+
+from .catalog import TableInfo
+from .errors import BAD_ARGUMENT, ChronosError
+from .shadow import SEQ, TIME, history_table
+from .sqltext import _skip_quoted, quote_ident
+from .worldsql import view_select
+
+UNITS = {
+    "second": 1,
+    "minute": 60,
+    "hour": 3600,
+    "day": 86400,
+    "week": 7 * 86400,
+}
+_AGO = re.compile(
+    r"^\s*-\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s*$|"
+    r"^\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s+ago\s*$",
+    re.IGNORECASE,
+)
+_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
+HELP = (
+    "give a time ('2026-11-30 10:00', local time, or ISO 8601 with a zone) or a time ago "
+    "('-15 minutes', '2 hours ago')"
+)
+
+
+def parse_moment(text: str, now: float | None = None) -> float:
+    """A moment as Unix seconds."""
+    now = time.time() if now is None else now
+    m = _AGO.match(text)
+    if m:
+        amount = float(m.group(1) or m.group(3))
+        unit = (m.group(2) or m.group(4)).lower()
+        return now - amount * UNITS[unit]
+    cleaned = text.strip().replace("T", " ")
+    if cleaned.endswith("Z"):
+        cleaned = cleaned[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(cleaned)
+    except ValueError:
+        moment = None
+        for fmt in _FORMATS:
+            try:
+                moment = datetime.strptime(cleaned, fmt)
+                break
+            except ValueError:
+                continue
+    if moment is None:
+        raise ChronosError(f"'{text}' isn't a moment: {HELP}", BAD_ARGUMENT)
+    return moment.timestamp()  # naive: local time
+
+
+def show_moment(when: float) -> str:
+    return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def seq_at(conn: apsw.Connection, n: int, when: float) -> int:
+    """The table's last history seq stamped at or before ``when`` (0: before any). Walks back
+    from the newest change, so its cost is the number of changes since the moment."""
+    h = f"main.{history_table(n)}"
+    row = conn.execute(
+        f"select {SEQ} from {h} where {TIME} <= ? order by {SEQ} desc limit 1", (when,)
+    ).fetchone()
+    return row[0] if row else 0
+
+
+def past_view(conn: apsw.Connection, n: int, t: TableInfo, seq: int, name: str) -> None:
+    """A TEMP view ``name`` of main's table as of history seq ``seq``."""
+    conn.execute(f"CREATE TEMP VIEW {quote_ident(name)} AS {view_select(t, n, 0, seq)}")
+
+
+def past_name(n: int, seq: int) -> str:
+    return f"_chronos_asof_{n}_{seq}"
+
+
+def as_of_clauses(sql: str) -> list[tuple[int, int, str, int, int]]:
+    """Each ``<table> AS OF '<moment>'`` in a statement, outside strings and comments:
+    (start of the table name, end of the name, the moment's text, start of AS, end of clause).
+    """
+    out = []
+    tokens = _tokens(sql)
+    for i in range(len(tokens) - 3):
+        name, as_, of, moment = tokens[i : i + 4]
+        if (
+            as_[0].upper() == "AS"
+            and of[0].upper() == "OF"
+            and moment[0].startswith("'")
+            and name[0] not in (".", "(")
+        ):
+            out.append((name[1], name[2], moment[0][1:-1].replace("''", "'"), as_[1], moment[2]))
+    return out
+
+
+def _tokens(sql: str) -> list[tuple[str, int, int]]:
+    """Words, quoted names, string literals and single punctuation, with their spans."""
+    out: list[tuple[str, int, int]] = []
+    i = 0
+    while i < len(sql):
+        ch = sql[i]
+        if ch.isspace():
+            i += 1
+        elif ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
+            j = _skip_quoted(sql, i)
+            if not (sql.startswith("--", i) or sql.startswith("/*", i)):
+                text = sql[i:j] if ch == "'" else sql[i + 1 : j - 1].replace('""', '"')
+                out.append((text, i, j))
+            i = j
+        elif ch.isalnum() or ch == "_":
+            j = i
+            while j < len(sql) and (sql[j].isalnum() or sql[j] in "_$"):
+                j += 1
+            out.append((sql[i:j], i, j))
+            i = j
+        else:
+            out.append((ch, i, i + 1))
+            i += 1
+    return out
+
+
+# --- the retention window --------------------------------------------------------------------
+
+DEFAULT_RETENTION = 7 * 86400.0
+
+
+def retention(conn: apsw.Connection) -> float:
+    """How long history is kept, in seconds (``config retention``; 7 days by default)."""
+    row = conn.execute("select value from main._chronos_meta where key = 'retention'").fetchone()
+    return float(row[0]) if row else DEFAULT_RETENTION
+
+
+def show_span(seconds: float) -> str:
+    for unit in ("week", "day", "hour", "minute"):
+        size = UNITS[unit]
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds:g} seconds"
+
+
+def checked_moment(db, text: str) -> float:
+    """A moment to read at: in the retention window (else refused, naming the oldest moment
+    kept); a moment still to come reads as now."""
+    when = parse_moment(text)
+    now = time.time()
+    kept = retention(db.main.conn)
+    oldest = now - kept
+    if when < oldest:
+        raise ChronosError(
+            f"'{text}' ({show_moment(when)}) is before the oldest moment kept, "
+            f"{show_moment(oldest)}: history is kept for {show_span(kept)} "
+            f"(chronos <folder> config retention to keep more)",
+            BAD_ARGUMENT,
+        )
+    return min(when, now)

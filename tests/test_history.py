@@ -1,0 +1,141 @@
+"""History on main: AS OF, main@when, fork from a moment, diff to a moment, the window."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import chronos_lite
+from chronos_lite import ChronosError
+from chronos_lite.timetravel import parse_moment
+from tests.conftest import run_cli
+
+
+def moment() -> str:
+    """Now, as a local time with microseconds, between two writes."""
+    time.sleep(0.01)
+    text = datetime.fromtimestamp(time.time()).isoformat(sep=" ")
+    time.sleep(0.01)
+    return text
+
+
+def test_moments_parse():
+    now = 1_800_000_000.0
+    assert parse_moment("-15 minutes", now) == now - 900
+    assert parse_moment("2 hours ago", now) == now - 7200
+    assert parse_moment("-1.5 days", now) == now - 1.5 * 86400
+    assert (
+        parse_moment("2026-11-30T10:00:00Z")
+        == datetime.fromisoformat("2026-11-30T10:00:00+00:00").timestamp()
+    )
+    assert parse_moment("2026-11-30 10:00") == datetime(2026, 11, 30, 10, 0).timestamp()
+    with pytest.raises(ChronosError, match="isn't a moment"):
+        parse_moment("last tuesday")
+
+
+def test_as_of_reads_main_as_it_was(shop):
+    shop.sql("insert into users(name, email) values ('Bob', 'bob@x.org')")
+    before = moment()
+    shop.sql("update users set name = 'Ada L.' where id = 1; delete from users where id = 2")
+    shop.sql("insert into users(name, email) values ('Cy', 'cy@x.org')")
+    assert shop.query(f"select id, name from users as of '{before}' order by id") == [
+        {"id": 1, "name": "Ada"},
+        {"id": 2, "name": "Bob"},
+    ]
+    # an alias, a join with the table now, a schema-qualified name, a subquery
+    assert shop.query(
+        f"select a.name as was, b.name as now from users as of '{before}' a "
+        f"join users b using (id) order by id"
+    ) == [{"was": "Ada", "now": "Ada L."}]
+    assert shop.query(f"select name from main.users as of '{before}' where id = 2") == [
+        {"name": "Bob"}
+    ]
+    assert shop.query(
+        f"select count(*) as n from (select * from users as of '{before}') where name like 'A%'"
+    ) == [{"n": 1}]
+    assert shop.query("select name from users where name = 'as of'") == []  # a string stays
+
+
+def test_main_at_a_moment_is_a_branch_to_read(shop):
+    before = moment()
+    shop.sql("update users set name = 'Ada L.' where id = 1")
+    branch = f"main@{before}"
+    assert shop.query("select name from users", branch=branch) == [{"name": "Ada"}]
+    assert shop.call("get", table="users", id="1", branch=branch).data["row"]["name"] == "Ada"
+    with pytest.raises(ChronosError, match="can only be read"):
+        shop.sql("update users set name = 'x'", branch=branch)
+    with pytest.raises(ChronosError, match="no branch 'nope'"):
+        shop.sql("select 1", branch="nope@-1 minute")
+    shop.call("fork", name="replay", **{"from": branch})
+    assert shop.query("select name from users", branch="replay") == [{"name": "Ada"}]
+    d = shop.call("diff", branch="main", to=branch).text
+    assert d.splitlines()[1] == '~ users/1  name: "Ada L." -> "Ada"'
+
+
+def test_moments_outside_the_window_are_refused(shop):
+    with pytest.raises(ChronosError, match="before the oldest moment kept") as err:
+        shop.sql("select * from users as of '-8 days'")
+    assert "kept for 1 week" in err.value.message
+    with pytest.raises(ChronosError, match="isn't a moment"):
+        shop.sql("select * from users as of 'soon'")
+    # a moment still to come reads as now
+    assert shop.query("select name from users as of '2999-01-01'") == [{"name": "Ada"}]
+
+
+def test_as_of_through_the_cli(tmp_path):
+    folder = tmp_path / "shop"
+    run_cli("init", folder)
+    run_cli(folder, "sql", "create table t(id integer primary key, v text)")
+    run_cli(folder, "sql", "insert into t(v) values ('old')")
+    before = moment()
+    run_cli(folder, "sql", "update t set v = 'new'")
+    out = run_cli(folder, "sql", f"select v from t as of '{before}'").stdout
+    assert " old" in out
+    out = run_cli(folder, "sql", "-b", f"main@{before}", "select v from t").stdout
+    assert " old" in out
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["insert", "update", "delete", "moment"]),
+            st.integers(1, 6),
+            st.text("abc", max_size=3),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_as_of_each_moment_equals_the_model_then(tmp_path_factory, steps):
+    db = chronos_lite.init(tmp_path_factory.mktemp("h") / "db")
+    db.sql("create table t(k integer primary key, v text)")
+    model: dict[int, str] = {}
+    seen: list[tuple[str, dict]] = []
+    for kind, key, value in steps:
+        if kind == "insert":
+            db.sql("insert or replace into t values ($1, $2)", key, value)
+            model[key] = value
+        elif kind == "update":
+            db.sql("update t set v = $2 where k = $1", key, value)
+            if key in model:
+                model[key] = value
+        elif kind == "delete":
+            db.sql("delete from t where k = $1", key)
+            model.pop(key, None)
+        else:
+            seen.append((moment(), dict(model)))
+    for when, then in seen:
+        rows = db.query(f"select k, v from t as of '{when}'")
+        assert {r["k"]: r["v"] for r in rows} == then
+        rows = db.query("select k, v from t", branch=f"main@{when}")
+        assert {r["k"]: r["v"] for r in rows} == then
+    db.close()
