@@ -46,10 +46,15 @@ def _table(session: Session, t: TableInfo) -> dict[str, Any]:
     cols = ", ".join(quote_ident(c) for c in t.column_names)
     sample = conn.execute(f"select {cols} from {q} limit {SAMPLE_ROWS}").fetchall()
     allowed = _check_in_lists(t.sql)
+    refs = {
+        row[3]: f"references {row[2]}({row[4]})" if row[4] else f"references {row[2]}"
+        for row in conn.execute("select * from pragma_foreign_key_list(?)", (t.stored,))
+    }
     fields = []
     for i, c in enumerate(t.columns):
         values = [row[i] for row in sample if row[i] is not None]
-        field: dict[str, Any] = {"name": c.name, "type": c.decltype or "any", "rules": _rules(t, c)}
+        rules = ", ".join(r for r in (_rules(t, c), refs.get(c.name, "")) if r)
+        field: dict[str, Any] = {"name": c.name, "type": c.decltype or "any", "rules": rules}
         distinct = list(dict.fromkeys(values))
         if c.name.lower() in allowed:
             field["allowed"] = allowed[c.name.lower()]

@@ -19,6 +19,11 @@ from .merge import rebase as merge_rebase
 from .registry import REGISTRY, Caller, Reply, operation
 
 
+def _short(sql: str) -> str:
+    """A statement as named in data: its start (the caller has the rest)."""
+    return sql if len(sql) <= 200 else sql[:197] + "..."
+
+
 def _branch(args: dict[str, Any]) -> str:
     return args.get("branch") or "main"
 
@@ -47,29 +52,31 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     destructive=True,
 )
 def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
-    outcome = sqlrun.run(db, _branch(args), args["sql"], args.get("params"))
+    outcome = sqlrun.run(
+        db, _branch(args), args["sql"], args.get("params"), max_rows=caller.max_rows
+    )
     parts, data = [], []
     for result in outcome.results:
         if result.columns is not None:
-            shown = result.rows[: caller.max_rows] if caller.max_rows else result.rows
-            text = render.table(result.columns, shown)
-            if len(shown) < len(result.rows):  # cut for a client with a result size limit
+            text = render.table(result.columns, result.rows)
+            if result.more:  # cut for a client with a result size limit
+                shown = len(result.rows)
                 text += (
-                    f"\n(showing the first {len(shown)} of {len(result.rows)} rows; select fewer "
-                    f"columns or page with LIMIT {len(shown)} OFFSET {len(shown)})"
+                    f"\n(showing the first {shown} rows; there are more: page with "
+                    f"LIMIT {shown} OFFSET {shown}, or select only the rows you need)"
                 )
             parts.append(text)
             data.append(
                 {
-                    "statement": result.sql,
+                    "statement": _short(result.sql),
                     "columns": result.columns,
-                    "rows": [[render.json_value(v) for v in row] for row in shown],
-                    "total": len(result.rows),
+                    "rows": [[render.json_value(v) for v in row] for row in result.rows],
+                    "more": result.more,
                 }
             )
         else:
             parts.append(result.tag)
-            data.append({"statement": result.sql, "tag": result.tag})
+            data.append({"statement": _short(result.sql), "tag": result.tag})
     if outcome.rolled_back_open:
         parts.append(
             "ROLLBACK: the call ended with its transaction still open, so it was rolled back; "

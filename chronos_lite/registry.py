@@ -120,7 +120,10 @@ class Operation:
             top = str(path[0])
             spec = self.properties.get(top, {})
             where = "".join(f"[{p!r}]" for p in path[1:])
-            return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}"
+            hint = ""
+            if spec.get("type") == "string" and isinstance(error.instance, int | float):
+                hint = f' (write it as a string: "{error.instance}")'
+            return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}{hint}"
         return error.message
 
 

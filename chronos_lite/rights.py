@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import apsw
+
 from . import sqltext
 from .errors import REFUSED, ChronosError
 
@@ -53,18 +55,72 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
                 )
 
 
+# PRAGMAs that only read (without "=" they set nothing).
+READ_PRAGMAS = {
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+    "foreign_key_check",
+    "database_list",
+    "collation_list",
+    "function_list",
+    "module_list",
+    "pragma_list",
+    "compile_options",
+    "integrity_check",
+    "quick_check",
+    "schema_version",
+    "user_version",
+    "application_id",
+    "page_count",
+    "page_size",
+    "freelist_count",
+    "encoding",
+    "data_version",
+    "foreign_keys",
+}
+
+
 def _check_sql(db: Any, args: dict, caller: Caller) -> None:
     statements = sqltext.split_statements(args.get("sql", ""))
+    writes = False
     for stmt in statements:
-        first = (sqltext.keywords(stmt, 1) or [""])[0]
-        if first in SETTINGS:
+        words = sqltext.keywords(stmt, 2) or [""]
+        if words[0] == "PRAGMA" and _reads(stmt):
+            continue
+        if words[0] in SETTINGS:
             raise ChronosError(
-                f"safe mode: agents can't change settings in SQL ({first}); read with SELECT, "
-                f"write rows on a branch you forked",
+                f"safe mode: agents can't change settings in SQL ({words[0]}); read with SELECT "
+                f"(the describe tool shows the tables), write rows on a branch you forked",
                 REFUSED,
             )
-    if any(sqltext.may_write(s) for s in statements):
+        writes = writes or (sqltext.may_write(stmt) and not _misspelt(db, stmt))
+    if writes:
         _need_own(db, args.get("branch"), caller)
+
+
+def _reads(stmt: str) -> bool:
+    names = sqltext.name_tokens(stmt)
+    name = names[1][0].lower() if len(names) > 1 else ""
+    if name == "main" and len(names) > 2:  # PRAGMA main.table_info(...)
+        name = names[2][0].lower()
+    return name in READ_PRAGMAS and "=" not in stmt
+
+
+def _misspelt(db: Any, stmt: str) -> bool:
+    """A statement SQLite can't parse changes nothing: let the call say what's wrong with it
+    rather than refuse it as a write."""
+    try:
+        db.main.conn.execute("EXPLAIN " + stmt).fetchone()
+    except apsw.SQLError as exc:
+        return "syntax error" in str(exc) or "incomplete input" in str(exc)
+    except apsw.Error:
+        return False
+    return False
 
 
 def _need_own(db: Any, branch: str | None, caller: Caller) -> None:
@@ -75,13 +131,17 @@ def _need_own(db: Any, branch: str | None, caller: Caller) -> None:
         if world.wid in caller.own_worlds:
             return
     mine = sorted(caller.own_world_names(db))
+    how = (
+        f"your branches: {', '.join(mine)}"
+        if mine
+        else "you haven't forked one yet: call fork first"
+    )
     if branch is None:
         raise ChronosError(
-            'safe mode: changes need branch="<a branch you forked>". Call fork first.', REFUSED
+            f'safe mode: changes need branch="<a branch you forked>" ({how})', REFUSED
         )
-    yours = f"your branches: {', '.join(mine)}" if mine else "you haven't forked one yet"
     raise ChronosError(
-        f'safe mode: changes need branch="<a branch you forked in this session>" ({yours}), '
-        f"and '{branch}' isn't one. Call fork first to get a branch of your own",
+        f'safe mode: changes need branch="<a branch you forked in this session>" ({how}), '
+        f"and '{branch}' isn't one",
         REFUSED,
     )

@@ -7,6 +7,7 @@ transaction the call leaves open is rolled back, and the reply says so.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ class StatementResult:
     columns: list[str] | None = None
     rows: list[tuple] = field(default_factory=list)
     tag: str = ""
+    more: bool = False  # rows past max_rows were left unread
 
 
 @dataclass
@@ -47,18 +49,27 @@ def bindings(params: list[Any] | None) -> dict[str, Any]:
     return out
 
 
-def run(db: Database, branch: str | None, sql: str, params: list[Any] | None = None) -> SqlOutcome:
+def run(
+    db: Database,
+    branch: str | None,
+    sql: str,
+    params: list[Any] | None = None,
+    max_rows: int | None = None,
+) -> SqlOutcome:
+    """Run a call's statements; ``max_rows``: read at most that many rows of each result."""
     statements = sqltext.split_statements(sql)
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
     session = db.session(branch)
     try:
-        return _run(db, session, statements, bindings(params))
+        return _run(db, session, statements, bindings(params), max_rows)
     finally:
         db.end_call(session)
 
 
-def _run(db: Database, session: Session, statements: list[str], binds: dict) -> SqlOutcome:
+def _run(
+    db: Database, session: Session, statements: list[str], binds: dict, max_rows: int | None
+) -> SqlOutcome:
     conn = session.conn
     explicit = any(sqltext.is_transaction_control(s) for s in statements)
     writes = any(sqltext.may_write(s) for s in statements)
@@ -69,7 +80,7 @@ def _run(db: Database, session: Session, statements: list[str], binds: dict) -> 
         began = True
     for index, stmt in enumerate(statements, start=1):
         try:
-            result = _statement(db, session, stmt, binds, explicit and writes)
+            result = _statement(db, session, stmt, binds, explicit and writes, max_rows)
         except (apsw.Error, KeyError, ChronosError, OverflowError) as exc:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
@@ -84,7 +95,12 @@ def _run(db: Database, session: Session, statements: list[str], binds: dict) -> 
 
 
 def _statement(
-    db: Database, session: Session, stmt: str, binds: dict, immediate: bool
+    db: Database,
+    session: Session,
+    stmt: str,
+    binds: dict,
+    immediate: bool,
+    max_rows: int | None = None,
 ) -> StatementResult:
     conn = session.conn
     words = sqltext.keywords(stmt, 6)
@@ -120,14 +136,15 @@ def _statement(
             if not adapted.columns:
                 return StatementResult(stmt, tag=f"INSERT 0 {adapted.changed}")
             return StatementResult(stmt, adapted.columns, adapted.rows)
-    rows, desc = _execute(conn, stmt, binds, session.world is not None)
+    rows, desc = _execute(conn, stmt, binds, session.world is not None, max_rows)
     changed = db.rows_written(session)
     if changed and session.world is not None:
         db.bump_version(conn, session.world)
     if ddl:
         db.follow_schema(conn)
     if desc:
-        return StatementResult(stmt, [d[0] for d in desc], rows)
+        more = max_rows is not None and len(rows) > max_rows
+        return StatementResult(stmt, [d[0] for d in desc], rows[:max_rows], more=more)
     return StatementResult(stmt, tag=_tag(stmt, changed))
 
 
@@ -168,10 +185,27 @@ def _world_guard(
 
 _ROW_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE}
 _denied: list[str] = []  # the main table a world statement named (for the message)
+_running: set[int] = set()  # connections (by id) running a user's statement now
+# User statements are prepared under their text plus this mark, so the statement cache never
+# hands a user a statement prepared for chronos itself (which the guard did not check).
+USER_MARK = "\n/* chronos: user sql */"
+
+
+def _install_guard(conn: apsw.Connection, world: bool) -> None:
+    """The guard stays installed (setting an authorizer empties the statement cache, so a
+    warm statement would be prepared again on every call); it checks only user statements."""
+    if conn.authorizer is not None:
+        return
+    ident, check = id(conn), (_world_guard if world else _guard)
+
+    def guard(op: int, one: str | None, two: str | None, db: str | None, trig: str | None) -> int:
+        return check(op, one, two, db, trig) if ident in _running else apsw.SQLITE_OK
+
+    conn.authorizer = guard
 
 
 def _execute(
-    conn: apsw.Connection, stmt: str, binds: dict, world: bool = False
+    conn: apsw.Connection, stmt: str, binds: dict, world: bool = False, limit: int | None = None
 ) -> tuple[list, tuple]:
     """Rows and column description of one statement (also when it returns no rows)."""
     description: list = []
@@ -182,10 +216,16 @@ def _execute(
 
     cursor = conn.cursor()
     cursor.exec_trace = trace
-    conn.authorizer = _world_guard if world else _guard
+    _install_guard(conn, world)
     _denied.clear()
+    _running.add(id(conn))
     try:
-        rows = cursor.execute(stmt, binds or None).fetchall()
+        cursor.execute(stmt + USER_MARK, binds or None)
+        if limit is None:
+            rows = cursor.fetchall()
+        else:  # one more than asked: whether there are more (a write is done by its first step)
+            rows = list(itertools.islice(cursor, limit + 1))
+            cursor.close(force=True)
     except apsw.AuthError:
         if _denied:
             raise ChronosError(
@@ -197,7 +237,7 @@ def _execute(
     except OverflowError:
         raise ChronosError(TOO_BIG, errors.BAD_ARGUMENT) from None
     finally:
-        conn.authorizer = None
+        _running.discard(id(conn))
     return rows, (description[0] if description else ())
 
 

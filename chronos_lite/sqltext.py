@@ -7,6 +7,7 @@ keywords of a statement so the caller can pick a transaction mode.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -92,6 +93,7 @@ def _keep(out: list[str], stmt: str) -> None:
         out.append(stmt.strip())
 
 
+@functools.lru_cache(maxsize=512)  # asked several times of each statement of a call
 def strip_comments(sql: str) -> str:
     """The statement with comments removed (strings kept), for keyword checks."""
     parts: list[str] = []

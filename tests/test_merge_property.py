@@ -508,8 +508,12 @@ class MergeMachine(RuleBasedStateMachine):
         m = self.worlds[world]
         own = {(o.change.table, o.change.key) for o in outcomes if o.kind != "theirs"}
         # the parent's rows it took in: those the parent wrote since the fork (less the rows a
-        # partial merge settled, unless written again since), but not the world's own
-        assert n == len(m.dirty - own), (n, sorted(m.dirty, key=str), sorted(own, key=str))
+        # partial merge settled, unless written again since), but not those the world's own
+        # version replaced whole (a row combined by columns took the parent's change in)
+        whole = {
+            (o.change.table, o.change.key) for o in outcomes if o.kind not in ("theirs", "combined")
+        }
+        assert n == len(m.dirty - whole), (n, sorted(m.dirty, key=str), sorted(whole, key=str))
         parent = self.rows(m.parent)
         m.rows, m.base = copy_rows(parent), copy_rows(parent)
         for o in outcomes:

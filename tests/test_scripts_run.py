@@ -36,3 +36,8 @@ def test_quickstart_example_runs(tmp_path):
 def test_merge_benchmark_quick_run_completes():
     proc = _run("benchmarks/bench_merge.py", "--quick")
     assert "merge of 2,000 changes" in proc.stdout
+
+
+def test_mcp_benchmark_quick_run_completes():
+    proc = _run("benchmarks/bench_mcp.py", "--quick", "--no-reference")
+    assert "targets missed" in proc.stdout and "chronos sql, world" in proc.stdout

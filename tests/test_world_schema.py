@@ -284,4 +284,4 @@ def test_diff_to_names_tables_whose_columns_differ(shop):
         "2 changes on w (schema: added 2 columns to users)"
     )
     text = shop.call("diff", branch="w", to="main").text
-    assert "not compared, as their columns differ: users" in text
+    assert "(one side lacks it, or its columns differ): users" in text

@@ -45,8 +45,8 @@ class Diff:
             )
         if self.unlike:
             parts.append(
-                f"not compared, as their columns differ: {', '.join(self.unlike)} (see each "
-                f"branch's own diff)"
+                f"not compared, as they aren't the same table on both sides (one side lacks "
+                f"it, or its columns differ): {', '.join(self.unlike)}; see each branch's diff"
             )
         n = self.count
         head = f"{n} change{'s' if n != 1 else ''} on {self.branch}"

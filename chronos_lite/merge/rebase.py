@@ -57,7 +57,8 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
             "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1 where id = ?",
             (json.dumps(base), fork_seq, world.id),
         )
-    own = {(o.change.table, o.change.key) for o in p.outcomes if o.outcome != "theirs"}
+    # the parent's rows taken in: all but those the world's own version replaced whole
+    own = {(o.change.table, o.change.key) for o in p.outcomes if o.outcome in ("apply", "by hand")}
     return len(taken - own)
 
 

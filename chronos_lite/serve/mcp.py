@@ -51,8 +51,9 @@ class ProtocolError(Exception):
 
 def instructions(folder: str, caller: Caller) -> str:
     common = (
-        "chronos is a database where you work on a private branch (a world) of the data and a "
-        "person or policy merges it. The workflow: call describe first (tables, fields, a "
+        "chronos is a database where you work on a private branch (a world) of the data, and "
+        "your changes reach main when the branch is merged. The workflow: call describe first "
+        "(tables, fields, a "
         "sample row); fork a branch with a name for your task; make your changes on it (sql, "
         'put, delete, always with branch="<your branch>"); check them with diff (and '
         "merge_preview); then "
@@ -285,7 +286,10 @@ def _encode(reply: dict) -> bytes:
         )
     except ValueError:  # inf or nan from SQL (select 1e999): JSON has no such numbers
         text = json.dumps(_finite(reply), ensure_ascii=False, separators=(",", ":"), default=str)
-    return text.encode() + b"\n"
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate (from a "\ud800" escape): keep it escaped
+        return json.dumps(_finite(reply), separators=(",", ":"), default=str).encode() + b"\n"
 
 
 def _finite(value: Any) -> Any:

@@ -122,6 +122,8 @@ def parse_operation_args(op: Operation, argv: Sequence[str]) -> tuple[dict[str, 
 
 
 def _help(folder: str, words: list[str]) -> str:
+    if words and words[0] == "mcp":
+        return MCP_HELP.rstrip()
     if words:
         op = REGISTRY.get(_op_name(words[0]))
         return op_parser(op).format_help()
@@ -194,7 +196,28 @@ def _init(argv: list[str]) -> int:
     return 0
 
 
+MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [-b BRANCH]
+
+Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio, one message per
+line (protocol 2025-06-18 and 2025-11-25 through initialize, 2026-07-28 stateless). Give the
+folder as an absolute path: the client picks the working directory.
+
+  (default)        safe mode: the agent reads every branch and forks; it writes only on the
+                   branches it forked in this session; merge isn't listed (a person merges with
+                   `chronos <folder> merge <branch>`)
+  --allow-merge    the database's own user: every tool, merge included
+  --agent NAME     not in this version (refused)
+  -b BRANCH        the branch must exist (tools name their own branch; default main)
+
+Claude Code:  claude mcp add chronos -- chronos mcp /abs/path/to/folder
+See docs/mcp.md.
+"""
+
+
 def _mcp(argv: list[str]) -> int:
+    if not argv or "-h" in argv or "--help" in argv:
+        print(MCP_HELP.rstrip())
+        return 0
     parser = _Parser(prog="chronos mcp", add_help=False)
     parser.add_argument("folder")
     parser.add_argument("--allow-merge", action="store_true")
@@ -215,6 +238,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("chronos: interrupted", file=sys.stderr)
         code = 130
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     except Exception as exc:  # never a traceback for a user, unless asked for
         if os.environ.get("CHRONOS_DEBUG"):
             raise
