@@ -84,6 +84,15 @@ def overlay_table(n: int) -> str:
     return f"_chronos_o_{n}"
 
 
+def world_history_table(n: int) -> str:
+    return f"_chronos_wh_{n}"
+
+
+def shadow_tables(n: int) -> tuple[str, str, str]:
+    """The tables that follow a user table's columns: history, overlay, worlds' history."""
+    return history_table(n), overlay_table(n), world_history_table(n)
+
+
 def install_base(conn: apsw.Connection) -> None:
     conn.execute(BASE_SCHEMA)
 
@@ -218,6 +227,22 @@ def overlay_ddl(t: TableInfo, n: int) -> list[str]:
         # costs a third less than probing the table (whose leaves hold whole rows).
         f"CREATE INDEX {overlay_keys(n)} ON {o}({WORLD}, {keys})",
         *_overlay_unique_indexes(t, n),
+    ]
+
+
+def world_history_ddl(t: TableInfo, n: int) -> list[str]:
+    """The worlds' history: an overlay entry's state before each change (``_chronos_op`` 0:
+    the world had no entry for the key), stamped with the world clock and the time."""
+    wh = world_history_table(n)
+    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
+    if t.key_kind == "rowid":
+        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    return [
+        f"CREATE TABLE IF NOT EXISTS {wh}({WORLD} INTEGER NOT NULL, {SEQ} INTEGER NOT NULL, "
+        f"{TIME} REAL NOT NULL, {OP} INTEGER NOT NULL, {DEAD} INTEGER, {', '.join(cols)})",
+        f"CREATE INDEX IF NOT EXISTS {wh}_key ON {wh}({WORLD}, {keys}, {TIME})",
+        f"CREATE INDEX IF NOT EXISTS {wh}_time ON {wh}({WORLD}, {TIME})",
     ]
 
 
@@ -370,7 +395,7 @@ def _add_or_rename_columns(
     if len(current) == len(known) and sum(a != b for a, b in zip(current, known)) == 1:
         old, new = next((a, b) for a, b in zip(known, current) if a != b)
         if new not in known:
-            for tbl in (history_table(n), overlay_table(n)):
+            for tbl in shadow_tables(n):
                 conn.execute(
                     f"alter table {tbl} rename column {quote_ident(old)} to {quote_ident(new)}"
                 )
@@ -378,7 +403,7 @@ def _add_or_rename_columns(
     merged = list(known)
     for c in t.columns:
         if c.name not in merged:
-            for tbl in (history_table(n), overlay_table(n)):
+            for tbl in shadow_tables(n):
                 add_shadow_column(conn, tbl, c)
             merged.append(c.name)
     return merged
@@ -388,7 +413,8 @@ def add_shadow_column(conn: apsw.Connection, table: str, c: Column) -> None:
     """A column for a shadow table (history or overlay), unless it has one of that name (a
     world added it first). With the column's default, rows written before it existed read as
     main's do."""
-    if c.name.lower() in (r[1].lower() for r in conn.execute(f"pragma table_info({table})")):
+    have = [r[1].lower() for r in conn.execute(f"pragma table_info({table})")]
+    if not have or c.name.lower() in have:  # (no such table yet: it is made with the column)
         return
     default = f" DEFAULT {c.default}" if c.default is not None else ""
     try:
@@ -429,6 +455,8 @@ def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
             n = conn.last_insert_rowid()
             for ddl in history_ddl(t, n) + overlay_ddl(t, n):
                 conn.execute(ddl)
+        for ddl in world_history_ddl(t, n):  # (also for tables made before worlds kept it)
+            conn.execute(ddl)
         if ensure_autoincrement(conn, t):
             t = table_info(conn, name)
         else:

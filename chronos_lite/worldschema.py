@@ -224,7 +224,7 @@ def _create(db: Database, session: Session, stmt: str) -> str:
     _record(db, conn, world.id, "create", n, name, {"rest": rest})
     conn.execute(f"CREATE TABLE main.{stored_name(n)}{rest}")
     t = table_info(conn, stored_name(n))
-    for ddl in shadow.history_ddl(t, n) + shadow.overlay_ddl(t, n):
+    for ddl in shadow.history_ddl(t, n) + shadow.overlay_ddl(t, n) + shadow.world_history_ddl(t, n):
         conn.execute(ddl)
     conn.execute("insert or ignore into main._chronos_counters values (?, 0)", (n,))
     return "CREATE TABLE"
@@ -244,7 +244,7 @@ def _add_column(db: Database, session: Session, stmt: str) -> str:
         raise ChronosError(f"ALTER TABLE runs on main, not on a world, except ADD COLUMN: {WORKS}")
     column_sql = rest[words[1][2] if upper[1:2] == ["COLUMN"] else words[0][2] :].strip()
     col = _probe_column(t, column_sql)
-    for table in (history_table(n), overlay_table(n)):
+    for table in shadow.shadow_tables(n):
         shadow.add_shadow_column(conn, table, col)
     _record(
         db,
@@ -293,7 +293,7 @@ def _drop(db: Database, session: Session, stmt: str) -> str:
 
 def remove_table(conn: apsw.Connection, n: int) -> None:
     """A table a world created, gone with everything it had."""
-    for table in (stored_name(n), history_table(n), overlay_table(n)):
+    for table in (stored_name(n), *shadow.shadow_tables(n)):
         conn.execute(f"drop table if exists main.{table}")
     conn.execute("delete from main._chronos_tables where id = ?", (n,))
     conn.execute("delete from main._chronos_counters where table_id = ?", (n,))

@@ -17,7 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import ROWID_COL, TableInfo
-from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_keys, overlay_table
+from .shadow import (
+    DEAD,
+    NOW,
+    OP,
+    SEQ,
+    TIME,
+    WORLD,
+    history_table,
+    overlay_keys,
+    overlay_table,
+    world_history_table,
+)
 from .sqltext import quote_ident, quote_literal
 
 CTX = "temp._chronos_ctx"
@@ -228,24 +239,51 @@ def _upsert_clause(t: TableInfo, dead: bool) -> str:
     return f" ON CONFLICT ({WORLD}, {keys}) DO UPDATE SET {', '.join(sets)}"
 
 
-def _write_row(t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]) -> str:
+def _write_row(
+    t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]
+) -> list[str]:
     o = f"main.{overlay_table(n)}"
     cols = [quote_ident(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
         vals.append(keys.new()[0])
-    return (
+    key_values = [values[c] for c in t.key_cols] if t.key_kind != "rowid" else keys.new()
+    return [
+        _remember(t, n, world, key_values, ""),
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
-        f"VALUES ({world}, {CLOCK}, 0, {', '.join(vals)}){_upsert_clause(t, False)}"
-    )
+        f"VALUES ({world}, {CLOCK}, 0, {', '.join(vals)}){_upsert_clause(t, False)}",
+    ]
 
 
-def _tombstone(t: TableInfo, n: int, world: int, select: str) -> str:
-    """Tombstones for the keys ``select`` yields (it must end in a WHERE clause)."""
+def _tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> list[str]:
+    """Tombstones for the keys ``keys`` (expressions) of the rows ``tail`` (a FROM ... WHERE,
+    or a WHERE, clause) selects."""
     o = f"main.{overlay_table(n)}"
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
-    return f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {keys}) {select}{_upsert_clause(t, True)}"
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    return [
+        _remember(t, n, world, keys, tail),
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
+        f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
+    ]
+
+
+def _remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> str:
+    """The world's history: the keys' overlay entries (or that there were none) as they are
+    before the write that follows."""
+    o, wh = f"main.{overlay_table(n)}", f"main.{world_history_table(n)}"
+    aliases = [f"_k{i}" for i in range(len(keys))]
+    picked = ", ".join(f"{k} AS {a}" for k, a in zip(keys, aliases))
+    on = " AND ".join(f"_o.{quote_ident(c)} = _s.{a}" for c, a in zip(t.key_cols, aliases))
+    rest = [c for c in t.column_names if c not in t.key_cols]
+    cols = ", ".join(quote_ident(c) for c in (*t.key_cols, *rest))
+    values = ", ".join([*(f"_s.{a}" for a in aliases), *(f"_o.{quote_ident(c)}" for c in rest)])
+    return (
+        f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {DEAD}, {cols}) "
+        f"SELECT {world}, {CLOCK}, {NOW}, _o.{WORLD} IS NOT NULL, _o.{DEAD}, {values} "
+        f"FROM (SELECT {picked} {tail}) AS _s LEFT JOIN {o} AS _o "
+        f"ON _o.{WORLD} = {world} AND {on}"
+    )
 
 
 def _not_null(t: TableInfo, values: dict[str, str], skip: set[str]) -> list[str]:
@@ -347,18 +385,11 @@ def insert_trigger(
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         steps += _refuse("", f"SELECT 1 FROM {view} WHERE {match}", _unique_msg(t, cols))
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    kcols = [quote_ident(c) for c in t.key_cols]
     for cols in t.uniques:  # OR REPLACE: rows the new one collides with are deleted
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
-        steps.append(
-            _tombstone(
-                t,
-                n,
-                world,
-                f"SELECT {world}, {CLOCK}, 1, {kcols} FROM {view} WHERE {MODE} = 2 AND {match}",
-            )
-        )
-    steps.append(_write_row(t, n, world, keys, values))
+        steps += _tombstone(t, n, world, kcols, f"FROM {view} WHERE {MODE} = 2 AND {match}")
+    steps += _write_row(t, n, world, keys, values)
     steps.append(COUNT)
     if log:
         o = f"main.{overlay_table(n)}"
@@ -403,25 +434,16 @@ def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
             _unique_msg(t, cols),
         )
     # OR REPLACE: rows the changed one now collides with are deleted (one indexed probe each)
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    kcols = [quote_ident(c) for c in t.key_cols]
     collide = [f"{keys.view_match(new)} AND {moved}"] if t.key_kind != "rowid" else []
     for cols in t.uniques:
         match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in cols)
         collide.append(f"{match} AND {not_self}")
     for cond in collide:
-        steps.append(
-            _tombstone(
-                t,
-                n,
-                world,
-                f"SELECT {world}, {CLOCK}, 1, {kcols} FROM {view} WHERE {MODE} = 2 AND {cond}",
-            )
-        )
+        steps += _tombstone(t, n, world, kcols, f"FROM {view} WHERE {MODE} = 2 AND {cond}")
     if t.key_kind != "rowid":  # the key moved: its old key is deleted
-        steps.append(
-            _tombstone(t, n, world, f"SELECT {world}, {CLOCK}, 1, {', '.join(old)} WHERE {moved}")
-        )
-    steps.append(_write_row(t, n, world, keys, values))
+        steps += _tombstone(t, n, world, old, f"WHERE {moved}")
+    steps += _write_row(t, n, world, keys, values)
     steps.append(COUNT)
     return _trigger(t, n, "iu", "UPDATE", steps, kv)
 
@@ -431,11 +453,8 @@ def delete_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
     steps: list[str] = []
     if t.key_kind == "rowid" and not kv:
         steps.append(_find_rowid(t, n))
-    old = keys.old()
-    steps += [
-        _tombstone(t, n, world, f"SELECT {world}, {CLOCK}, 1, {', '.join(old)} WHERE 1"),
-        COUNT,
-    ]
+    steps += _tombstone(t, n, world, keys.old(), "WHERE 1")
+    steps.append(COUNT)
     return _trigger(t, n, "id", "DELETE", steps, kv)
 
 
