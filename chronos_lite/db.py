@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import apsw
 from . import shadow, timetravel, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
-from .shadow import SEQ, WORLD, history_table, overlay_table
+from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
 from .sqltext import quote_ident
 from .worldsql import CTX, CTX_DDL, MODES, world_objects
 
@@ -131,6 +132,11 @@ class Database:
         ).fetchone():
             with self.write(conn):
                 shadow.install_base(conn)
+        if not conn.execute(
+            "select 1 from pragma_table_info('_chronos_worlds') where name = 'rebased'"
+        ).fetchone():
+            with self.write(conn):
+                conn.execute("alter table _chronos_worlds add column rebased REAL")
 
     def connection_ready(self, conn: apsw.Connection) -> None:
         """Called for every connection chronos opens (the API adds its SQL functions)."""
@@ -394,9 +400,17 @@ class Database:
             conn.execute(
                 f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)
             )
+            if self._has_table(conn, world_history_table(n)):  # (not for tables dropped before)
+                conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
         conn.execute(
             "update _chronos_worlds set state = ?, ended = ? where id = ?",
             (state, time.time(), world_id),
+        )
+
+    @staticmethod
+    def _has_table(conn: apsw.Connection, name: str) -> bool:
+        return bool(
+            conn.execute("select 1 from main.sqlite_schema where name = ?", (name,)).fetchone()
         )
 
     def set_meta(self, name: str, changes: dict) -> World:
@@ -475,44 +489,57 @@ class Database:
         return session
 
     def _past_session(self, branch: str) -> Session:
-        """Main as it was at a moment (``main@-10 minutes``): views of each table as of the last
-        change before then, on a connection of its own; read only."""
+        """A branch as it was at a moment (``main@-10 minutes``, ``task-1@10:00``): views of
+        its tables as they were then, on a connection of its own; read only."""
         name, _, when_text = branch.partition("@")
-        if name != "main":
-            self.world(name)  # a clear error for a branch that doesn't exist
-            raise ChronosError(
-                f"'{branch}': reading a world as it was at a moment needs the world's history, "
-                f"which this version keeps for main only: read main@{when_text}, or {name} as "
-                f"it is now",
-                BAD_ARGUMENT,
-            )
         when = timetravel.checked_moment(self, when_text)
-        tables = self.tables()
         conn = self._main.conn
-        base = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
+        if name == "main":
+            tables = self.tables()
+            base = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
+            world, at = World(0, "", branch, None, "main", base, 0, OWNER, {}, 0, when), None
+        else:
+            world = self.world(name)
+            self.check_world_moment(world, when, branch)
+            tables, at = self.tables_for(world), when
+            world = dataclasses.replace(world, name=branch)
         session = self._worlds.get(0)
         if session is None:
             session = Session(_connect(self.path, "normal"), past=True)
             session.conn.execute(CTX_DDL)
             self.connection_ready(session.conn)
             self._worlds[0] = session
-        session.world = World(0, "", branch, None, "main", base, 0, OWNER, {}, 0, when)
+        session.world = world
         session.conn.execute("BEGIN")
         try:
-            self._place(session, tables, writable=False)
+            self._place(session, tables, writable=False, at=at)
         finally:
             session.conn.execute("COMMIT")
         session.built_for = None
         return session
 
-    def _place(self, session: Session, tables: dict, writable: bool = True) -> None:
+    def check_world_moment(self, world: World, when: float, asked: str) -> None:
+        """A world reads as it was only since its fork, or its last rebase."""
+        since = self._main.conn.execute(
+            "select coalesce(rebased, created) from _chronos_worlds where id = ?", (world.id,)
+        ).fetchone()[0]
+        if when < since:
+            raise ChronosError(
+                f"'{asked}': {world.name} didn't exist then as it is now (it was forked, or "
+                f"last rebased, at {timetravel.show_moment(since)}); give a later moment",
+                BAD_ARGUMENT,
+            )
+
+    def _place(
+        self, session: Session, tables: dict, writable: bool = True, at: float | None = None
+    ) -> None:
         """Put the session's connection on its world: its views and triggers."""
         conn, world = session.conn, session.world
         for (name,) in conn.execute(
             "select name from temp.sqlite_schema where type = 'view'"
         ).fetchall():
             conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
-        for stmt in world_objects(tables, world.id, world.base, writable):
+        for stmt in world_objects(tables, world.id, world.base, writable, at):
             conn.execute(stmt)
         mine = {name.lower() for name in tables}
         for name in self.tables():

@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS _chronos_worlds(
     created REAL NOT NULL,
     state TEXT NOT NULL DEFAULT 'open',
     ended REAL,
-    merging REAL  -- when a merge of it started; cleared by the merge's own commit
+    merging REAL,  -- when a merge of it started; cleared by the merge's own commit
+    rebased REAL   -- when it was last rebased (its history reads true from then on)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS _chronos_worlds_open_name ON _chronos_worlds(name)
     WHERE state = 'open';

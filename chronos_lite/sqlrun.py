@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from . import errors, shadow, sqltext, timetravel, worldschema
+from . import errors, shadow, sqltext, timetravel, worldschema, worldsql
 from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
@@ -242,26 +242,28 @@ def _execute(
 
 
 def _as_of(db: Database, session: Session, stmt: str) -> str:
-    """``<table> AS OF '<moment>'`` read through a TEMP view of the table as it was then."""
+    """``<table> AS OF '<moment>'`` read through a TEMP view of the table as it was then (on a
+    world, the world's table then)."""
     clauses = timetravel.as_of_clauses(stmt)
     if not clauses:
         return stmt
-    if session.world is not None and not session.past:
-        raise ChronosError(
-            f"AS OF reads main's history; {session.branch}'s own history isn't kept by this "
-            f"version: run the query on main (branch main), or read {session.branch} as it is",
-            errors.BAD_ARGUMENT,
-        )
+    world = session.world if session.world is not None and session.world.id else None
     out, at = [], 0
     for start, end, moment, _as_at, clause_end in clauses:
-        n, t = db.table(_name_at(stmt, start, end))
+        n, t = db.table(_name_at(stmt, start, end), world)
         when = timetravel.checked_moment(db, moment)
-        seq = timetravel.seq_at(session.conn, n, when)
-        view = timetravel.past_name(n, seq)
+        if world is None:
+            seq = timetravel.seq_at(session.conn, n, when)
+            view = timetravel.past_name(n, seq)
+            select = worldsql.view_select(t, n, 0, seq)
+        else:
+            db.check_world_moment(world, when, moment)
+            view = f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}"
+            select = worldsql.view_select(t, n, world.id, world.base.get(n, 0), at=when)
         if not session.conn.execute(
             "select 1 from temp.sqlite_schema where name = ?", (view,)
         ).fetchone():
-            timetravel.past_view(session.conn, n, t, seq, view)
+            session.conn.execute(f"CREATE TEMP VIEW {sqltext.quote_ident(view)} AS {select}")
         head = stmt[at:start]
         if head.rstrip().endswith("."):  # main.users AS OF ...: the schema goes too
             head = head.rstrip()[:-1].rstrip()

@@ -16,11 +16,9 @@ from datetime import datetime
 
 import apsw
 
-from .catalog import TableInfo
 from .errors import BAD_ARGUMENT, ChronosError
 from .shadow import SEQ, TIME, history_table
-from .sqltext import _skip_quoted, quote_ident
-from .worldsql import view_select
+from .sqltext import _skip_quoted
 
 UNITS = {
     "second": 1,
@@ -79,11 +77,6 @@ def seq_at(conn: apsw.Connection, n: int, when: float) -> int:
         f"select {SEQ} from {h} where {TIME} <= ? order by {SEQ} desc limit 1", (when,)
     ).fetchone()
     return row[0] if row else 0
-
-
-def past_view(conn: apsw.Connection, n: int, t: TableInfo, seq: int, name: str) -> None:
-    """A TEMP view ``name`` of main's table as of history seq ``seq``."""
-    conn.execute(f"CREATE TEMP VIEW {quote_ident(name)} AS {view_select(t, n, 0, seq)}")
 
 
 def past_name(n: int, seq: int) -> str:

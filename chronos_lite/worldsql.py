@@ -70,14 +70,19 @@ def _main_row_is(t: TableInfo, shadow: str) -> str:
     return " AND ".join(f"{shadow}.{quote_ident(c)} = _m.{quote_ident(c)}" for c in t.pk)
 
 
-def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = False) -> str:
-    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay.
+def view_select(
+    t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = False, at: float | None = None
+) -> str:
+    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay
+    (``at``: the world's rows as they were at that moment, from the worlds' history).
 
     The checks against the overlay and history are correlated index probes, so a point lookup
     costs a few probes rather than a pass over the world's changes; each is guarded by a test
     SQLite evaluates once per statement, so a table the world never changed (and main did not
     change since the fork) reads at the speed of main.
     """
+    if at is not None:
+        return _view_at(t, n, world, seq, with_rowid, at)
     o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
     cols = t.main_columns("_m.")
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
@@ -111,6 +116,58 @@ def view_select(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = F
         f"FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
     )
     return f"{live} UNION ALL {past} UNION ALL {own}"
+
+
+def _view_at(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool, at: float) -> str:
+    """The world's rows as they were at moment ``at``.
+
+    The world's entry for a key then is its first history record after ``at`` (the entry as it
+    was before that change, or that there was none), else its entry now. Keys without an entry
+    then read main as of the world's fork, as the world's view does.
+    """
+    o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
+    wh = f"main.{world_history_table(n)}"
+    when = repr(float(at))
+
+    def had_entry(match) -> str:
+        return (
+            f"coalesce((SELECT x.{OP} FROM {wh} AS x WHERE x.{WORLD} = {world} AND {match('x')} "
+            f"AND x.{TIME} > {when} ORDER BY x.{TIME}, x.rowid LIMIT 1), EXISTS (SELECT 1 FROM "
+            f"{o} AS o WHERE o.{WORLD} = {world} AND {match('o')}))"
+        )
+
+    rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
+    unchanged = (
+        f"((SELECT coalesce(max({SEQ}), 0) FROM {h}) <= {seq} OR NOT EXISTS "
+        f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
+    )
+    live = (
+        f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"WHERE NOT {had_entry(lambda a: _main_row_is(t, a))} AND {unchanged}"
+    )
+    hidden = f", h.{quote_ident(ROWID_COL)}" if with_rowid else ""
+    past = (
+        f"SELECT {_cols(t, 'h.')}{hidden} FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
+        f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {_same_key(t, 'h2', 'h')} "
+        f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
+        f"AND NOT {had_entry(lambda a: _same_key(t, a, 'h'))}"
+    )
+    own_cols = ", ".join(
+        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
+        for c in t.columns
+    ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+    now = (
+        f"SELECT {own_cols} FROM {o} AS e WHERE e.{WORLD} = {world} AND e.{DEAD} = 0 "
+        f"AND NOT EXISTS (SELECT 1 FROM {wh} AS x WHERE x.{WORLD} = {world} "
+        f"AND {_same_key(t, 'x', 'e')} AND x.{TIME} > {when})"
+    )
+    then = (
+        f"SELECT {own_cols} FROM {wh} AS x WHERE x.{WORLD} = {world} AND x.{TIME} > {when} "
+        f"AND x.{OP} = 1 AND x.{DEAD} = 0 AND NOT EXISTS (SELECT 1 FROM {wh} AS y "
+        f"WHERE y.{WORLD} = {world} AND {_same_key(t, 'y', 'x')} AND y.{TIME} > {when} "
+        f"AND (y.{TIME} < x.{TIME} OR (y.{TIME} = x.{TIME} AND y.rowid < x.rowid)))"
+    )
+    return f"{live} UNION ALL {past} UNION ALL {now} UNION ALL {then}"
 
 
 class _Keys:
@@ -239,9 +296,7 @@ def _upsert_clause(t: TableInfo, dead: bool) -> str:
     return f" ON CONFLICT ({WORLD}, {keys}) DO UPDATE SET {', '.join(sets)}"
 
 
-def _write_row(
-    t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]
-) -> list[str]:
+def _write_row(t: TableInfo, n: int, world: int, keys: _Keys, values: dict[str, str]) -> list[str]:
     o = f"main.{overlay_table(n)}"
     cols = [quote_ident(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
@@ -266,6 +321,12 @@ def _tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> 
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
         f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
     ]
+
+
+def remember_entry(conn, t: TableInfo, n: int, world: int, key: tuple, seq: int) -> None:
+    """The world's history, from Python: a key's entry as it is before chronos rewrites it
+    (a partial merge settling the world's row)."""
+    conn.execute(_remember(t, n, world, ["?"] * len(key), "").replace(CLOCK, str(int(seq)), 1), key)
 
 
 def _remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> str:
@@ -474,6 +535,7 @@ def world_objects(
     world: int,
     base: dict[int, int],
     writable: bool = True,
+    at: float | None = None,
 ) -> list[str]:
     """Every TEMP statement that puts a connection on the world (``base``: what it sees of
     main, per table the last history seq at its fork; a table created since counts from 0).
@@ -481,9 +543,11 @@ def world_objects(
     out: list[str] = []
     for _name, (n, t) in sorted(tables.items()):
         seq = base.get(n, 0)
-        out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq)}")
+        view = view_select(t, n, world, seq, at=at)
+        out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view}")
         if t.key_kind == "rowid":
-            out.append(f"CREATE TEMP VIEW {key_view(n)} AS {view_select(t, n, world, seq, True)}")
+            keyed = view_select(t, n, world, seq, True, at=at)
+            out.append(f"CREATE TEMP VIEW {key_view(n)} AS {keyed}")
             if writable:
                 out += [
                     insert_trigger(t, n, world, True),

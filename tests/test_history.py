@@ -118,24 +118,50 @@ def test_as_of_through_the_cli(tmp_path):
 def test_as_of_each_moment_equals_the_model_then(tmp_path_factory, steps):
     db = chronos_lite.init(tmp_path_factory.mktemp("h") / "db")
     db.sql("create table t(k integer primary key, v text)")
-    model: dict[int, str] = {}
+    db.sql("insert into t values (1, 'main'), (9, 'main')")
+    db.fork("w")
+    for branch in ("main", "w"):
+        _replay(db, steps, branch)
+    db.close()
+
+
+def _replay(db, steps, branch: str) -> None:
+    """Write ``steps`` on ``branch``; AS OF each moment it noted must read as the model did."""
+    model = {r["k"]: r["v"] for r in db.query("select k, v from t", branch=branch)}
     seen: list[tuple[str, dict]] = []
     for kind, key, value in steps:
         if kind == "insert":
-            db.sql("insert or replace into t values ($1, $2)", key, value)
+            db.sql("insert or replace into t values ($1, $2)", key, value, branch=branch)
             model[key] = value
         elif kind == "update":
-            db.sql("update t set v = $2 where k = $1", key, value)
+            db.sql("update t set v = $2 where k = $1", key, value, branch=branch)
             if key in model:
                 model[key] = value
         elif kind == "delete":
-            db.sql("delete from t where k = $1", key)
+            db.sql("delete from t where k = $1", key, branch=branch)
             model.pop(key, None)
         else:
             seen.append((moment(), dict(model)))
     for when, then in seen:
-        rows = db.query(f"select k, v from t as of '{when}'")
-        assert {r["k"]: r["v"] for r in rows} == then
-        rows = db.query("select k, v from t", branch=f"main@{when}")
-        assert {r["k"]: r["v"] for r in rows} == then
-    db.close()
+        rows = db.query(f"select k, v from t as of '{when}'", branch=branch)
+        assert {r["k"]: r["v"] for r in rows} == then, (branch, when)
+        rows = db.query("select k, v from t", branch=f"{branch}@{when}")
+        assert {r["k"]: r["v"] for r in rows} == then, (branch, when)
+
+
+def test_a_world_reads_as_it_was_since_its_fork(shop):
+    shop.fork("w")
+    before = moment()
+    shop.sql("update users set name = 'W' where id = 1", branch="w")
+    assert shop.query("select name from users", branch=f"w@{before}") == [{"name": "Ada"}]
+    assert shop.query(f"select name from users as of '{before}'", branch="w") == [
+        {"name": "Ada"}
+    ]
+    with pytest.raises(ChronosError, match="w didn't exist then as it is now"):
+        shop.query("select 1", branch="w@-1 hour")
+    with pytest.raises(ChronosError, match="can only be read"):
+        shop.sql("delete from users", branch=f"w@{before}")
+    shop.sql("insert into users(name, email) values ('Bob', 'b@x')")
+    shop.call("rebase", branch="w")
+    with pytest.raises(ChronosError, match="last rebased"):
+        shop.query("select 1", branch=f"w@{before}")

@@ -24,7 +24,7 @@ from ..shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..sqltext import quote_ident
 from ..worldschema import Step, apply_steps, steps
 from ..worldschema import conflict_error as schema_conflict_error
-from ..worldsql import CTX, key_view
+from ..worldsql import CTX, key_view, remember_entry
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 
@@ -461,6 +461,8 @@ def _remember_merged(db: Database, p: Plan) -> None:
 
 
 def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, seq: int) -> None:
+    if world > 0:  # the world's own row changes: its history keeps what it was
+        remember_entry(conn, c.t, c.n, world, c.key, seq)
     o = f"main.{overlay_table(c.n)}"
     keys = [quote_ident(k) for k in c.t.key_cols]
     cols = [quote_ident(k) for k in c.t.column_names if k not in c.t.key_cols]

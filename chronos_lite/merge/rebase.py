@@ -8,6 +8,7 @@ parent is never written.
 from __future__ import annotations
 
 import json
+import time
 
 from .. import errors
 from ..db import Database
@@ -54,8 +55,9 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
             )
         base = parent.base if parent else db.horizons(conn, db.tables())
         conn.execute(
-            "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1 where id = ?",
-            (json.dumps(base), fork_seq, world.id),
+            "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1, "
+            "rebased = ? where id = ?",
+            (json.dumps(base), fork_seq, time.time(), world.id),
         )
     # the parent's rows taken in: all but those the world's own version replaced whole
     own = {(o.change.table, o.change.key) for o in p.outcomes if o.outcome in ("apply", "by hand")}
