@@ -127,9 +127,11 @@ class Database:
     def _upgrade(self) -> None:
         """Chronos' own tables added since the file was made (a read when there are none)."""
         conn = self._main.conn
-        if not conn.execute(
-            "select 1 from sqlite_schema where name = '_chronos_schema'"
-        ).fetchone():
+        have = conn.execute(
+            "select count(*) from sqlite_schema where name in "
+            "('_chronos_schema', '_chronos_checkpoints')"
+        ).fetchone()[0]
+        if have < 2:
             with self.write(conn):
                 shadow.install_base(conn)
         if not conn.execute(
@@ -492,7 +494,10 @@ class Database:
         """A branch as it was at a moment (``main@-10 minutes``, ``task-1@10:00``): views of
         its tables as they were then, on a connection of its own; read only."""
         name, _, when_text = branch.partition("@")
-        when = timetravel.checked_moment(self, when_text)
+        return self.past_session(name, timetravel.checked_moment(self, when_text), branch)
+
+    def past_session(self, name: str, when: float, branch: str) -> Session:
+        """Branch ``name`` as it was at ``when`` (``branch``: how the caller spelled it)."""
         conn = self._main.conn
         if name == "main":
             tables = self.tables()

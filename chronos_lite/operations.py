@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import describe, render, rows, sqlrun
+from . import describe, render, restore, rows, sqlrun, timetravel
 from .db import Database
 from .errors import NOT_FOUND, ChronosError
 from .merge import apply as merge_apply
@@ -349,3 +349,52 @@ def merge_preview_op(db: Database, args: dict, caller: Caller) -> Reply:
 def rebase_op(db: Database, args: dict, caller: Caller) -> Reply:
     n = merge_rebase.rebase(db, args["branch"], _merge_options(args), args.get("version"))
     return Reply(f"REBASE {n}", {"branch": args["branch"], "taken": n})
+
+
+# --- putting a branch back (chronos_lite/restore.py) -----------------------------------------
+
+
+@operation(
+    "restore",
+    "Put a branch back to a moment",
+    "Puts a branch back as it was at a moment (a time like 2026-11-30 10:00, or a time ago "
+    "like -10 minutes), as an ordinary write: every row that differs is written back, and "
+    "history keeps both, so the restore can be undone too.",
+    destructive=True,
+)
+def restore_op(db: Database, args: dict, caller: Caller) -> Reply:
+    when = timetravel.checked_moment(db, args["at"])
+    done = restore.restore(db, args["branch"], when, args["at"])
+    return _restored(done, f"to {timetravel.show_moment(when)}")
+
+
+@operation(
+    "checkpoint",
+    "Name a moment",
+    "Names this moment of a branch (e.g. before-migration), to go back to with rollback.",
+)
+def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
+    when = restore.checkpoint(db, args["branch"], args["name"])
+    text = f"checkpoint {args['name']}: {args['branch']} at {timetravel.show_moment(when)}"
+    return Reply(text, {"branch": args["branch"], "checkpoint": args["name"], "at": when})
+
+
+@operation(
+    "rollback",
+    "Go back to a checkpoint",
+    "Puts a branch back as it was at one of its checkpoints, as an ordinary write (its history "
+    "keeps the rest).",
+    destructive=True,
+)
+def rollback_op(db: Database, args: dict, caller: Caller) -> Reply:
+    when = restore.checkpoint_time(db, args["branch"], args["checkpoint"])
+    done = restore.restore(db, args["branch"], when, args["checkpoint"])
+    return _restored(done, f"to checkpoint {args['checkpoint']} ({timetravel.show_moment(when)})")
+
+
+def _restored(done: restore.Restored, to: str) -> Reply:
+    noun = "row" if done.rows == 1 else "rows"
+    return Reply(
+        f"restored {done.branch} {to}: {done.rows} {noun} written back",
+        {"branch": done.branch, "at": done.when, "rows": done.rows},
+    )

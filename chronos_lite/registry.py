@@ -151,6 +151,8 @@ def describe(spec: dict) -> str:
         if _no_spaces(spec):
             text = "a non-empty string without spaces"
             return text + (" (name or name@when)" if "@" in pattern else "")
+        if pattern.startswith("^[A-Za-z0-9]"):
+            return "a name of letters, digits, '_', '-', '.' and ':'"
         if "enum" in spec:
             return " or ".join(repr(v) for v in spec["enum"])
         return "a non-empty string" if spec.get("minLength") else "a string"

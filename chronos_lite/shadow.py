@@ -62,6 +62,13 @@ CREATE UNIQUE INDEX IF NOT EXISTS _chronos_worlds_open_name ON _chronos_worlds(n
 CREATE INDEX IF NOT EXISTS _chronos_worlds_parent ON _chronos_worlds(parent)
     WHERE state = 'open';
 CREATE TABLE IF NOT EXISTS _chronos_counters(table_id INTEGER PRIMARY KEY, hi INTEGER NOT NULL);
+-- Named moments of branches (world 0: main), for rollback.
+CREATE TABLE IF NOT EXISTS _chronos_checkpoints(
+    world INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    time REAL NOT NULL,
+    PRIMARY KEY (world, name)
+) WITHOUT ROWID;
 -- Schema changes made on worlds, not merged yet (see worldschema.py).
 CREATE TABLE IF NOT EXISTS _chronos_schema(
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- a new id whenever an op changes hands

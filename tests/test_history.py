@@ -154,9 +154,7 @@ def test_a_world_reads_as_it_was_since_its_fork(shop):
     before = moment()
     shop.sql("update users set name = 'W' where id = 1", branch="w")
     assert shop.query("select name from users", branch=f"w@{before}") == [{"name": "Ada"}]
-    assert shop.query(f"select name from users as of '{before}'", branch="w") == [
-        {"name": "Ada"}
-    ]
+    assert shop.query(f"select name from users as of '{before}'", branch="w") == [{"name": "Ada"}]
     with pytest.raises(ChronosError, match="w didn't exist then as it is now"):
         shop.query("select 1", branch="w@-1 hour")
     with pytest.raises(ChronosError, match="can only be read"):
@@ -165,3 +163,59 @@ def test_a_world_reads_as_it_was_since_its_fork(shop):
     shop.call("rebase", branch="w")
     with pytest.raises(ChronosError, match="last rebased"):
         shop.query("select 1", branch=f"w@{before}")
+
+
+@pytest.mark.parametrize("branch", ["main", "w"])
+def test_restore_and_rollback_write_the_past_back(shop, branch):
+    shop.sql("create table tags(name text)")  # no primary key: rows by their hidden rowid
+    shop.sql("insert into tags values ('a'), ('b'); insert into users(name) values ('Bob')")
+    shop.fork("w")
+    shop.call("checkpoint", branch=branch, name="start")
+    then = shop.query("select * from users order by id", branch=branch)
+    tags = shop.query("select rowid, name from tags order by rowid")
+    shop.sql(
+        "update users set name = 'X' where id = 1; delete from users where id = 2; "
+        "insert into users(name) values ('Cy'); delete from tags where name = 'a'; "
+        "insert into tags values ('c')",
+        branch=branch,
+    )
+    reply = shop.call("rollback", branch=branch, checkpoint="start")
+    assert reply.text.startswith(f"restored {branch} to checkpoint start (")
+    assert reply.data["rows"] == 5
+    assert shop.query("select * from users order by id", branch=branch) == then
+    assert shop.query("select name from tags order by name", branch=branch) == [
+        {"name": "a"},
+        {"name": "b"},
+    ]
+    if branch == "main":  # the hidden rowid comes back too
+        assert shop.query("select rowid, name from tags order by rowid") == tags
+    # a restore is an ordinary write: it can be undone by restoring to before it
+    after = moment()
+    shop.sql("update users set name = 'Y' where id = 1", branch=branch)
+    shop.call("restore", branch=branch, at=after)
+    assert shop.query("select * from users order by id", branch=branch) == then
+
+
+def test_checkpoint_names_and_refusals(shop):
+    shop.fork("w")
+    shop.call("checkpoint", branch="w", name="one")
+    with pytest.raises(ChronosError, match="already has a checkpoint one"):
+        shop.call("checkpoint", branch="w", name="one")
+    with pytest.raises(ChronosError, match="no checkpoint two; its checkpoints: one"):
+        shop.call("rollback", branch="w", checkpoint="two")
+    with pytest.raises(ChronosError, match="a name of letters, digits"):
+        shop.call("checkpoint", branch="w", name="a;b")
+    with pytest.raises(ChronosError, match="isn't a moment"):
+        shop.call("restore", branch="w", at="whenever")
+
+
+def test_restore_through_the_cli(tmp_path):
+    folder = tmp_path / "shop"
+    run_cli("init", folder)
+    run_cli(folder, "sql", "create table t(id integer primary key, v text)")
+    run_cli(folder, "sql", "insert into t(v) values ('old')")
+    run_cli(folder, "checkpoint", "main", "before")
+    run_cli(folder, "sql", "update t set v = 'new'")
+    out = run_cli(folder, "rollback", "main", "before").stdout
+    assert "1 row written back" in out
+    assert " old" in run_cli(folder, "sql", "select v from t").stdout

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 ALL_TOOLS = {op.name for op in REGISTRY}
-SAFE_TOOLS = ALL_TOOLS - {"merge"}
+SAFE_TOOLS = ALL_TOOLS - {"merge", "restore"}
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ async def test_safe_mode_lists_all_but_merge_and_refuses_merge(shop, folder):
     shop.put("users", 1, {"name": "Ada T.", "email": "ada@x.org"}, branch="theirs")
     async with connect(folder) as c:
         names = {t.name for t in (await c.list_tools()).tools}
-        assert names == ALL_TOOLS - {"merge"}
+        assert names == SAFE_TOOLS
         assert "merge" in ALL_TOOLS
         r = await refused(c, "merge", {"branch": "theirs"}, "safe mode", "merge")
         assert r.structured_content["code"] == "42501"

@@ -356,7 +356,7 @@ def test_initialize_versions(serve, asked, answered):
     assert result["serverInfo"] == {"name": "chronos", "version": chronos_lite.__version__}
     assert "describe" in result["instructions"] and "fork" in result["instructions"]
     names = {t["name"] for t in s.result("tools/list")["tools"]}
-    assert names == {op.name for op in chronos_lite.REGISTRY} - {"merge"}
+    assert names == {op.name for op in chronos_lite.REGISTRY} - {"merge", "restore"}
 
 
 def test_modern_version_without_handshake(serve):
@@ -516,6 +516,9 @@ BASE: dict[str, dict] = {
     "merge": {"branch": "w"},
     "merge_preview": {"branch": "w"},
     "rebase": {"branch": "w"},
+    "restore": {"branch": "w", "at": "-1 minute"},
+    "checkpoint": {"branch": "w", "name": "cp"},
+    "rollback": {"branch": "w", "checkpoint": "cp"},
 }
 WRONG_TYPES = {
     "string": [123, 1.5, True, None, ["users"], {"t": 1}],
@@ -581,7 +584,8 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
                 if spec["type"] == "string" and p != "sql" and "enum" not in spec:
                     for value in BAD_NAMES:
                         yield name, f"{p}={value[:30]!r}", {**base, p: value}
-                    if name != "fork" or p != "name":  # a new branch's name may be odd
+                    # a new branch's or checkpoint's name may be odd
+                    if (name, p) not in (("fork", "name"), ("checkpoint", "name")):
                         for value in ODD_NAMES:
                             yield name, f"{p}={value[:30]!r}", {**base, p: value}
                 if spec["type"] == "array" and p != "params":

@@ -15,6 +15,9 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 # The spec's parameter tables: name -> (type, required, default); default None = no default.
 SPEC = {
+    "restore": {"branch": ("string", True, None), "at": ("string", True, None)},
+    "checkpoint": {"branch": ("string", True, None), "name": ("string", True, None)},
+    "rollback": {"branch": ("string", True, None), "checkpoint": ("string", True, None)},
     "describe": {"table": ("string", False, None), "branch": ("string", False, "main")},
     "sql": {
         "sql": ("string", True, None),

@@ -1,0 +1,145 @@
+"""Putting a branch back as it was: restore (to a moment), checkpoint (name a moment),
+rollback (to a checkpoint).
+
+A restore is an ordinary write: it writes back, through the branch's own tables or views,
+every row that differs between the branch now and the branch then, so history keeps both and
+the restore can itself be undone. Its cost is the rows changed since the moment: the keys
+main's history (or the world's) recorded after it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import errors, timetravel
+from .catalog import TableInfo
+from .db import Database, Session, World
+from .errors import ChronosError
+from .merge.changes import view_row
+from .shadow import SEQ, TIME, WORLD, history_table, world_history_table
+from .sqltext import quote_ident
+from .worldsql import key_view
+
+
+@dataclass
+class Restored:
+    branch: str
+    when: float
+    rows: int
+
+
+def restore(db: Database, branch: str, when: float, asked: str) -> Restored:
+    world = db.resolve(branch)
+    if world is not None:
+        db.check_world_moment(world, when, asked)
+    tables = db.tables_for(world)
+    keys = {name: _changed_since(db, world, n, t, when) for name, (n, t) in tables.items()}
+    past = db.past_session(branch, when, f"{branch}@{asked}")
+    try:
+        then = {
+            (name, key): view_row(past, tables[name][0], tables[name][1], key)
+            for name, found in keys.items()
+            for key in found
+        }
+    finally:
+        db.end_call(past)
+    session = db.session(branch)
+    written = 0
+    try:
+        with db.write(session.conn) as conn:
+            if world is None:
+                conn.execute("pragma defer_foreign_keys = on")
+            else:
+                db.begin_world_write(conn, "abort")
+            for (name, key), row in then.items():
+                n, t = tables[name]
+                if view_row(session, n, t, key) != row:
+                    _write_back(session, n, t, key, row)
+                    written += 1
+            if world is not None and written:
+                db.bump_version(conn, world)
+    finally:
+        db.end_call(session)
+    return Restored(branch, when, written)
+
+
+def _changed_since(db: Database, world: World | None, n: int, t: TableInfo, when: float) -> set:
+    """Keys of the rows the branch changed since ``when`` (a superset: some changed back)."""
+    conn = db.main.conn
+    cols = ", ".join(quote_ident(c) for c in t.key_cols)
+    if world is None:
+        seq = timetravel.seq_at(conn, n, when)
+        rows = conn.execute(f"select {cols} from {history_table(n)} where {SEQ} > ?", (seq,))
+    else:
+        rows = conn.execute(
+            f"select {cols} from {world_history_table(n)} where {WORLD} = ? and {TIME} > ?",
+            (world.id, when),
+        )
+    return {tuple(r) for r in rows}
+
+
+def _write_back(session: Session, n: int, t: TableInfo, key: tuple, row: dict | None) -> None:
+    conn = session.conn
+    if session.world is None:
+        target = f"main.{quote_ident(t.name)}"
+        key_cols = ["rowid"] if t.key_kind == "rowid" else [quote_ident(c) for c in t.pk]
+    elif t.key_kind == "rowid":
+        target, key_cols = f"temp.{key_view(n)}", [quote_ident("_chronos_rowid")]
+    else:
+        target, key_cols = f"temp.{quote_ident(t.name)}", [quote_ident(c) for c in t.pk]
+    where = " AND ".join(f"{k} = ?" for k in key_cols)
+    conn.execute(f"delete from {target} where {where}", key)
+    if row is None:
+        return
+    values = {k: v for k, v in row.items() if k not in t.generated}
+    cols = [quote_ident(k) for k in values]
+    args = list(values.values())
+    if t.key_kind == "rowid":  # the row comes back under its own hidden key
+        cols.append(key_cols[0])
+        args.append(key[0])
+    marks = ", ".join("?" for _ in cols)
+    conn.execute(f"insert into {target}({', '.join(cols)}) values ({marks})", args)
+
+
+# --- checkpoints -----------------------------------------------------------------------------
+
+
+def checkpoint(db: Database, branch: str, name: str) -> float:
+    world = db.resolve(branch)
+    ident = world.id if world is not None else 0
+    with db.write() as conn:
+        found = conn.execute(
+            "select time from _chronos_checkpoints where world = ? and name = ?", (ident, name)
+        ).fetchone()
+        if found:
+            raise ChronosError(
+                f"{branch} already has a checkpoint {name} (at "
+                f"{timetravel.show_moment(found[0])}): pick another name",
+                errors.IN_USE,
+            )
+        when = time.time()
+        conn.execute("insert into _chronos_checkpoints values (?, ?, ?)", (ident, name, when))
+    # History is stamped to the millisecond: writes from here on come after the checkpoint.
+    time.sleep(0.002)
+    return when
+
+
+def checkpoint_time(db: Database, branch: str, name: str) -> float:
+    world = db.resolve(branch)
+    ident = world.id if world is not None else 0
+    found = db.main.conn.execute(
+        "select time from _chronos_checkpoints where world = ? and name = ?", (ident, name)
+    ).fetchone()
+    if found is None:
+        names = [
+            r[0]
+            for r in db.main.conn.execute(
+                "select name from _chronos_checkpoints where world = ? order by time", (ident,)
+            )
+        ]
+        listing = ", ".join(names) if names else "none yet (make one with checkpoint)"
+        raise ChronosError(
+            f"{branch} has no checkpoint {name}; its checkpoints: {listing}", errors.NOT_FOUND
+        )
+    return found[0]
