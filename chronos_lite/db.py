@@ -18,7 +18,7 @@ from typing import Any
 
 import apsw
 
-from . import shadow, timetravel, worldschema
+from . import events, shadow, timetravel, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
@@ -120,7 +120,8 @@ class Database:
         self._tables: dict[str, tuple[int, TableInfo]] = {}
         self._world_tables: dict[int, tuple[tuple, dict]] = {}
         self._schema_version: int | None = None
-        self.caller_name = OWNER
+        self.caller_name = OWNER  # who acts: the registry sets it for each call
+        self.caller_run: str | None = None
         self.connection_ready(self._main.conn)
         self._upgrade()
 
@@ -129,9 +130,10 @@ class Database:
         conn = self._main.conn
         have = conn.execute(
             "select count(*) from sqlite_schema where name in "
-            "('_chronos_schema', '_chronos_checkpoints')"
+            "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
+            "'_chronos_merge_rows')"
         ).fetchone()[0]
-        if have < 2:
+        if have < 4:
             with self.write(conn):
                 shadow.install_base(conn)
         if not conn.execute(
@@ -347,6 +349,8 @@ class Database:
                 ),
             )
             new_id = conn.last_insert_rowid()
+            self.record(conn, new_id, "fork", detail={"from": source or "main"})
+            self.record(conn, parent.id if parent else 0, "forked", detail={"branch": name})
             if parent:
                 for n, _t in self.tables_for(parent, conn).values():
                     # The world's working copy, and a frozen one (world -id): the parent as the
@@ -362,6 +366,17 @@ class Database:
             n: conn.execute(f"select coalesce(max({SEQ}), 0) from {history_table(n)}").fetchone()[0]
             for n, _t in tables.values()
         }
+
+    def record(
+        self,
+        conn: apsw.Connection,
+        world: int,
+        kind: str,
+        rows: int = 0,
+        detail: dict | None = None,
+    ) -> None:
+        """An event of a branch (world 0: main), by the caller, in the caller's transaction."""
+        events.record(conn, world, kind, self.caller_name, rows, detail, self.caller_run)
 
     def tick(self, conn: apsw.Connection) -> int:
         """Move the world clock on (inside the caller's write transaction); the new value."""
@@ -390,6 +405,7 @@ class Database:
             gone = [*reversed(below), world]
             for w in gone:
                 self.finish_world(conn, w.id)
+                self.record(conn, w.parent_id or 0, "discarded", detail={"branch": w.name})
         for w in gone:
             session = self._worlds.pop(w.id, None)
             if session:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import describe, render, restore, rows, sqlrun, timetravel
+from . import describe, events, render, restore, rows, sqlrun, timetravel, undo
 from .db import Database
 from .errors import NOT_FOUND, ChronosError
 from .merge import apply as merge_apply
@@ -388,7 +388,7 @@ def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def rollback_op(db: Database, args: dict, caller: Caller) -> Reply:
     when = restore.checkpoint_time(db, args["branch"], args["checkpoint"])
-    done = restore.restore(db, args["branch"], when, args["checkpoint"])
+    done = restore.restore(db, args["branch"], when, args["checkpoint"], "rollback")
     return _restored(done, f"to checkpoint {args['checkpoint']} ({timetravel.show_moment(when)})")
 
 
@@ -397,4 +397,73 @@ def _restored(done: restore.Restored, to: str) -> Reply:
     return Reply(
         f"restored {done.branch} {to}: {done.rows} {noun} written back",
         {"branch": done.branch, "at": done.when, "rows": done.rows},
+    )
+
+
+# --- history and undo (chronos_lite/events.py, chronos_lite/undo.py) -------------------------
+
+
+@operation(
+    "history",
+    "What happened to a branch",
+    "What happened to a branch recently, newest first: forks, writes (per call, with the rows "
+    "they changed, and on main the writes apps made directly), merges, rebases, restores, "
+    "rollbacks, checkpoints, discards; who did each. limit: how many (default 30; ask for "
+    "small pages).",
+    read_only=True,
+    idempotent=True,
+)
+def history_op(db: Database, args: dict, caller: Caller) -> Reply:
+    branch = args["branch"]
+    world = db.resolve(branch)
+    found = events.listing(
+        db.main.conn, world.id if world else 0, db.tables(), args.get("limit", 30)
+    )
+    table = [
+        [timetravel.show_moment(e["time"]), e["event"], e["by"], e["rows"], _event_text(e)]
+        for e in found
+    ]
+    text = render.table(["at", "event", "by", "rows", "detail"], table)
+    return Reply(text, {"branch": branch, "events": found})
+
+
+def _event_text(e: dict) -> str:
+    d = e["detail"]
+    if e["event"] in ("write", "schema"):
+        if d.get("directly"):
+            return f"{d['table']}: written directly, not through chronos"
+        return d.get("sql") or d.get("put") and f"put {d['put']}" or f"delete {d.get('delete')}"
+    words = {
+        "fork": lambda: f"forked from {d.get('from')}",
+        "forked": lambda: f"forked {d.get('branch')}",
+        "merge": lambda: f"merged {d.get('from')}" + (" (part of it)" if d.get("partial") else ""),
+        "merged": lambda: (
+            f"merged into {d.get('into')}" + (" (part of it)" if d.get("partial") else "")
+        ),
+        "discarded": lambda: f"discarded {d.get('branch')}",
+        "rebase": lambda: f"rebased onto {d.get('onto')}",
+        "restore": lambda: f"restored to {d.get('to')}",
+        "rollback": lambda: f"rolled back to checkpoint {d.get('asked')} ({d.get('to')})",
+        "checkpoint": lambda: f"checkpoint {d.get('name')}",
+        "undo merge": lambda: f"undid the merge of {d.get('from')}",
+    }
+    return words.get(e["event"], lambda: json.dumps(d))()
+
+
+@operation(
+    "undo_merge",
+    "Undo a merge",
+    "Puts back, in the parent, every row the branch's latest merge changed. Refuses if some "
+    "were changed since, naming them; skip_changed=true leaves those alone.",
+    destructive=True,
+)
+def undo_merge_op(db: Database, args: dict, caller: Caller) -> Reply:
+    done = undo.undo_merge(db, args["branch"], bool(args.get("skip_changed")))
+    noun = "row" if done.rows == 1 else "rows"
+    text = f"undid the merge of {args['branch']} into {done.parent}: {done.rows} {noun} put back"
+    if done.skipped:
+        text += f"; {len(done.skipped)} changed since left alone ({', '.join(done.skipped[:10])})"
+    return Reply(
+        text,
+        {"branch": args["branch"], "into": done.parent, "rows": done.rows, "skipped": done.skipped},
     )

@@ -32,6 +32,7 @@ class Caller:
     mode: str = "owner"
     own_worlds: set[str] = field(default_factory=set)
     max_rows: int | None = None  # rows a result may hold (MCP: 1000); None: all
+    run: str | None = None  # the caller's run id (agents, later), kept with what it writes
 
     def own_world_names(self, db: Any) -> list[str]:
         return [w.name for w in db.worlds() if w.wid in self.own_worlds]
@@ -121,6 +122,13 @@ class Operation:
             spec = self.properties.get(top, {})
             where = "".join(f"[{p!r}]" for p in path[1:])
             hint = ""
+            pattern = spec.get("pattern", "")
+            if top == "branch" and isinstance(error.instance, str) and "@" not in pattern:
+                if "@" in error.instance:
+                    return (
+                        f"'{error.instance}' is a branch as it was at a moment (name@when), "
+                        f"which can only be read: give the branch's name to {self.name} on it"
+                    )
             if spec.get("type") == "string" and isinstance(error.instance, int | float):
                 hint = f' (write it as a string: "{error.instance}")'
             return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}{hint}"
@@ -202,12 +210,16 @@ class Registry:
         caller = caller or Caller()
         valid = op.validate(args if args is not None else {})
         rights.check(db, op, args or {}, caller)  # as given: no branch is not branch="main"
+        before = (getattr(db, "caller_name", None), getattr(db, "caller_run", None))
+        db.caller_name, db.caller_run = caller.name, caller.run
         try:
             return op.handler(db, valid, caller)
         except OverflowError:  # a number SQLite can't hold, found as it was bound
             raise ChronosError(
                 "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
             ) from None
+        finally:
+            db.caller_name, db.caller_run = before
 
 
 REGISTRY = Registry()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import errors, timetravel
+from . import errors, events, timetravel
 from .catalog import TableInfo
 from .db import Database, Session, World
 from .errors import ChronosError
@@ -29,7 +29,7 @@ class Restored:
     rows: int
 
 
-def restore(db: Database, branch: str, when: float, asked: str) -> Restored:
+def restore(db: Database, branch: str, when: float, asked: str, kind: str = "restore") -> Restored:
     world = db.resolve(branch)
     if world is not None:
         db.check_world_moment(world, when, asked)
@@ -50,6 +50,7 @@ def restore(db: Database, branch: str, when: float, asked: str) -> Restored:
         with db.write(session.conn) as conn:
             if world is None:
                 conn.execute("pragma defer_foreign_keys = on")
+                before = events.positions(conn, tables)
             else:
                 db.begin_world_write(conn, "abort")
             for (name, key), row in then.items():
@@ -59,6 +60,10 @@ def restore(db: Database, branch: str, when: float, asked: str) -> Restored:
                     written += 1
             if world is not None and written:
                 db.bump_version(conn, world)
+            detail: dict = {"to": timetravel.show_moment(when), "asked": asked}
+            if world is None:
+                detail["seqs"] = events.ranges(before, events.positions(conn, tables))
+            db.record(conn, world.id if world else 0, kind, written, detail)
     finally:
         db.end_call(session)
     return Restored(branch, when, written)
@@ -120,6 +125,7 @@ def checkpoint(db: Database, branch: str, name: str) -> float:
             )
         when = time.time()
         conn.execute("insert into _chronos_checkpoints values (?, ?, ?)", (ident, name, when))
+        db.record(conn, ident, "checkpoint", 0, {"name": name})
     # History is stamped to the millisecond: writes from here on come after the checkpoint.
     time.sleep(0.002)
     return when

@@ -55,8 +55,8 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
                 )
 
 
-# PRAGMAs that only read (without "=" they set nothing).
-READ_PRAGMAS = {
+# PRAGMAs that only read: these take an argument (a table's name) in parentheses...
+READ_WITH_ARGUMENT = {
     "table_info",
     "table_xinfo",
     "table_list",
@@ -65,14 +65,17 @@ READ_PRAGMAS = {
     "index_xinfo",
     "foreign_key_list",
     "foreign_key_check",
+    "integrity_check",
+    "quick_check",
+}
+# ...and these read only bare: with "= v" or "(v)" they set.
+READ_BARE = READ_WITH_ARGUMENT | {
     "database_list",
     "collation_list",
     "function_list",
     "module_list",
     "pragma_list",
     "compile_options",
-    "integrity_check",
-    "quick_check",
     "schema_version",
     "user_version",
     "application_id",
@@ -108,7 +111,9 @@ def _reads(stmt: str) -> bool:
     name = names[1][0].lower() if len(names) > 1 else ""
     if name == "main" and len(names) > 2:  # PRAGMA main.table_info(...)
         name = names[2][0].lower()
-    return name in READ_PRAGMAS and "=" not in stmt
+    if "=" in stmt:
+        return False
+    return name in (READ_WITH_ARGUMENT if "(" in stmt else READ_BARE)
 
 
 def _misspelt(db: Any, stmt: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import apsw
 
+from . import events
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
@@ -137,7 +138,7 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
         conn.execute(f"insert or replace into {source}({names}) values ({marks})", values)
         return created
 
-    return _write(db, session, run)
+    return _write(db, session, run, {"put": f"{t.name}/{id_text}"})
 
 
 def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
@@ -152,11 +153,14 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
         if not db.rows_written(session):
             raise ChronosError(f"no row {t.name}/{id_text} on {session.branch}", NOT_FOUND)
 
-    _write(db, session, run)
+    _write(db, session, run, {"delete": f"{t.name}/{id_text}"})
 
 
-def _write(db: Database, session: Session, action: Callable[[apsw.Connection], Any]) -> Any:
-    """Run one row write as its own transaction; on a world it moves the version on."""
+def _write(
+    db: Database, session: Session, action: Callable[[apsw.Connection], Any], what: dict
+) -> Any:
+    """Run one row write as its own transaction (recorded as an event of the branch); on a
+    world it moves the version on."""
     conn = session.conn
     if session.past:
         db.end_call(session)
@@ -169,9 +173,15 @@ def _write(db: Database, session: Session, action: Callable[[apsw.Connection], A
         with db.write(conn):
             if session.world is not None:
                 db.begin_world_write(conn, "replace")
+            else:
+                before = events.positions(conn, db.tables())
             result = action(conn)
             if session.world is not None:
                 db.bump_version(conn, session.world)
+                db.record(conn, session.world.id, "write", 1, what)
+            else:
+                seqs = events.ranges(before, events.positions(conn, db.tables()))
+                db.record(conn, 0, "write", 1, {**what, "seqs": seqs})
         return result
     except apsw.Error as exc:
         raise from_sqlite(exc) from None

@@ -62,6 +62,27 @@ CREATE UNIQUE INDEX IF NOT EXISTS _chronos_worlds_open_name ON _chronos_worlds(n
 CREATE INDEX IF NOT EXISTS _chronos_worlds_parent ON _chronos_worlds(parent)
     WHERE state = 'open';
 CREATE TABLE IF NOT EXISTS _chronos_counters(table_id INTEGER PRIMARY KEY, hi INTEGER NOT NULL);
+-- What happened to each branch (see events.py).
+CREATE TABLE IF NOT EXISTS _chronos_events(
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    world INTEGER NOT NULL,      -- 0: main
+    kind TEXT NOT NULL,          -- fork, write, schema, merge, merged, rebase, restore, ...
+    actor TEXT NOT NULL,         -- owner, mcp, an agent; app: a direct write to main
+    run TEXT,                    -- the caller's run id, if it gave one
+    rows INTEGER NOT NULL DEFAULT 0,
+    detail TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE INDEX IF NOT EXISTS _chronos_events_world ON _chronos_events(world, id);
+-- Each merge's rows as the parent had them before and after (undo_merge).
+CREATE TABLE IF NOT EXISTS _chronos_merge_rows(
+    event INTEGER NOT NULL,      -- the merge's event on the parent
+    table_id INTEGER NOT NULL,
+    key TEXT,                    -- JSON array; NULL: a keyless row whose new rowid isn't known
+    before TEXT,                 -- JSON row; NULL: no row
+    after TEXT
+);
+CREATE INDEX IF NOT EXISTS _chronos_merge_rows_event ON _chronos_merge_rows(event);
 -- Named moments of branches (world 0: main), for rollback.
 CREATE TABLE IF NOT EXISTS _chronos_checkpoints(
     world INTEGER NOT NULL,

@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from . import errors, shadow, sqltext, timetravel, worldschema, worldsql
+from . import errors, events, shadow, sqltext, timetravel, worldschema, worldsql
 from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
@@ -28,6 +28,8 @@ class StatementResult:
     rows: list[tuple] = field(default_factory=list)
     tag: str = ""
     more: bool = False  # rows past max_rows were left unread
+    changed: int = 0  # rows it wrote
+    ddl: bool = False  # it changed the schema
 
 
 @dataclass
@@ -75,9 +77,13 @@ def _run(
     writes = any(sqltext.may_write(s) for s in statements)
     outcome = SqlOutcome(session.branch, [])
     began = False
+    on_main = session.world is None
     if not explicit and (writes or len(statements) > 1):
         conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
         began = True
+    # main's history seqs before the call: the write's own are those after (inside its
+    # transaction, no other writer can add any between)
+    before = events.positions(conn, db.tables()) if writes and on_main else None
     for index, stmt in enumerate(statements, start=1):
         try:
             result = _statement(db, session, stmt, binds, explicit and writes, max_rows)
@@ -86,12 +92,39 @@ def _run(
                 conn.execute("ROLLBACK")
             raise _explain(db, session, exc, index, len(statements), stmt, explicit) from None
         outcome.results.append(result)
+    if writes and began:
+        _record(db, session, conn, outcome, before)
     if began:
         conn.execute("COMMIT")
     elif not conn.get_autocommit():
         conn.execute("ROLLBACK")
         outcome.rolled_back_open = True
+    elif writes and explicit:  # the call's own BEGIN ... COMMIT: recorded after it
+        with db.write(db.main.conn) as main:
+            _record(db, session, main, outcome, before)
     return outcome
+
+
+def _record(
+    db: Database,
+    session: Session,
+    conn: apsw.Connection,
+    outcome: SqlOutcome,
+    before: dict | None,
+) -> None:
+    """The call as an event of its branch: its rows, and on main the history seqs it wrote."""
+    rows = sum(r.changed for r in outcome.results)
+    ddl = any(r.ddl for r in outcome.results)
+    if not rows and not ddl:
+        return
+    first = " ".join(outcome.results[0].sql.split()) if outcome.results else ""
+    detail: dict = {"sql": first if len(first) <= 200 else first[:197] + "..."}
+    if len(outcome.results) > 1:
+        detail["statements"] = len(outcome.results)
+    if before is not None:
+        detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
+    world = session.world.id if session.world is not None else 0
+    db.record(conn, world, "schema" if ddl else "write", rows, detail)
 
 
 def _statement(
@@ -121,7 +154,7 @@ def _statement(
             errors.REFUSED,
         )
     if ddl and session.world is not None:
-        return StatementResult(stmt, tag=worldschema.run(db, session, stmt))
+        return StatementResult(stmt, tag=worldschema.run(db, session, stmt), ddl=True)
     if "OF" in sqltext.all_words(stmt):
         stmt = _as_of(db, session, stmt)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
@@ -134,8 +167,10 @@ def _statement(
             if adapted.changed:
                 db.bump_version(conn, session.world)
             if not adapted.columns:
-                return StatementResult(stmt, tag=f"INSERT 0 {adapted.changed}")
-            return StatementResult(stmt, adapted.columns, adapted.rows)
+                return StatementResult(
+                    stmt, tag=f"INSERT 0 {adapted.changed}", changed=adapted.changed
+                )
+            return StatementResult(stmt, adapted.columns, adapted.rows, changed=adapted.changed)
     rows, desc = _execute(conn, stmt, binds, session.world is not None, max_rows)
     changed = db.rows_written(session)
     if changed and session.world is not None:
@@ -144,8 +179,10 @@ def _statement(
         db.follow_schema(conn)
     if desc:
         more = max_rows is not None and len(rows) > max_rows
-        return StatementResult(stmt, [d[0] for d in desc], rows[:max_rows], more=more)
-    return StatementResult(stmt, tag=_tag(stmt, changed))
+        return StatementResult(
+            stmt, [d[0] for d in desc], rows[:max_rows], more=more, changed=changed, ddl=bool(ddl)
+        )
+    return StatementResult(stmt, tag=_tag(stmt, changed), changed=changed, ddl=bool(ddl))
 
 
 # (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from datetime import datetime
 
@@ -219,3 +221,65 @@ def test_restore_through_the_cli(tmp_path):
     out = run_cli(folder, "rollback", "main", "before").stdout
     assert "1 row written back" in out
     assert " old" in run_cli(folder, "sql", "select v from t").stdout
+
+
+def test_history_lists_what_happened_and_who(shop, folder):
+    shop.fork("task-1")
+    shop.sql("update users set name = 'Ada L.' where id = 1", branch="task-1")
+    shop.call("checkpoint", branch="task-1", name="cp")
+    shop.call("merge", branch="task-1")
+    # an app writing main directly, in a process of its own (SQLite's own module)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute(\"insert into users(name, email) values ('App', 'app@x')\"); c.commit()",
+            str(folder / "chronos.db"),
+        ],
+        check=True,
+    )
+    main = shop.call("history", branch="main")
+    kinds = [(e["event"], e["by"]) for e in main.data["events"]]
+    assert kinds[:3] == [("write", "app"), ("merge", "owner"), ("forked", "owner")]
+    assert "users: written directly, not through chronos" in main.text
+    assert "merged task-1" in main.text
+    shop.fork("w")
+    shop.sql("insert into users(name, email) values ('W', 'w@x')", branch="w")
+    events = shop.call("history", branch="w", limit=5).data["events"]
+    assert [e["event"] for e in events] == ["write", "fork"]
+    assert events[0]["rows"] == 1
+
+
+def test_undo_merge_puts_rows_back_and_names_rows_changed_since(shop):
+    shop.sql("insert into users(name, email) values ('Bob', 'bob@x'), ('Cy', 'cy@x')")
+    shop.fork("task-1")
+    shop.sql(
+        "update users set name = 'Ada L.' where id = 1; delete from users where id = 2; "
+        "insert into users(name, email) values ('Di', 'di@x')",
+        branch="task-1",
+    )
+    before = shop.query("select * from users order by id")
+    shop.call("merge", branch="task-1")
+    shop.sql("update users set name = 'Ada K.' where id = 1")  # someone else, since
+    with pytest.raises(ChronosError, match=r"1 row changed since the merge \(users/1\)") as err:
+        shop.call("undo_merge", branch="task-1")
+    assert err.value.code == "40001"
+    reply = shop.call("undo_merge", branch="task-1", skip_changed=True)
+    assert reply.text.startswith("undid the merge of task-1 into main: 2 rows put back")
+    expected = [r if r["id"] != 1 else {**r, "name": "Ada K."} for r in before]
+    assert shop.query("select * from users order by id") == expected
+    with pytest.raises(ChronosError, match="undone already"):
+        shop.call("undo_merge", branch="task-1")
+    with pytest.raises(ChronosError, match="no merge of nope"):
+        shop.call("undo_merge", branch="nope")
+
+
+def test_undo_of_a_merge_into_a_world(shop):
+    shop.fork("p")
+    shop.fork("c", source="p")
+    shop.sql("update users set name = 'C' where id = 1", branch="c")
+    shop.call("merge", branch="c")
+    assert shop.query("select name from users", branch="p") == [{"name": "C"}]
+    shop.call("undo_merge", branch="c")
+    assert shop.query("select name from users", branch="p") == [{"name": "Ada"}]

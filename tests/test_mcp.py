@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 ALL_TOOLS = {op.name for op in REGISTRY}
-SAFE_TOOLS = ALL_TOOLS - {"merge", "restore"}
+SAFE_TOOLS = ALL_TOOLS - {"merge", "restore", "undo_merge"}
 
 
 @pytest.fixture

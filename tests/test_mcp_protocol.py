@@ -356,7 +356,7 @@ def test_initialize_versions(serve, asked, answered):
     assert result["serverInfo"] == {"name": "chronos", "version": chronos_lite.__version__}
     assert "describe" in result["instructions"] and "fork" in result["instructions"]
     names = {t["name"] for t in s.result("tools/list")["tools"]}
-    assert names == {op.name for op in chronos_lite.REGISTRY} - {"merge", "restore"}
+    assert names == {op.name for op in chronos_lite.REGISTRY} - {"merge", "restore", "undo_merge"}
 
 
 def test_modern_version_without_handshake(serve):
@@ -519,6 +519,8 @@ BASE: dict[str, dict] = {
     "restore": {"branch": "w", "at": "-1 minute"},
     "checkpoint": {"branch": "w", "name": "cp"},
     "rollback": {"branch": "w", "checkpoint": "cp"},
+    "history": {"branch": "w"},
+    "undo_merge": {"branch": "w"},
 }
 WRONG_TYPES = {
     "string": [123, 1.5, True, None, ["users"], {"t": 1}],

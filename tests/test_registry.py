@@ -15,6 +15,8 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 # The spec's parameter tables: name -> (type, required, default); default None = no default.
 SPEC = {
+    "history": {"branch": ("string", True, None), "limit": ("integer", False, 30)},
+    "undo_merge": {"branch": ("string", True, None), "skip_changed": ("boolean", False, False)},
     "restore": {"branch": ("string", True, None), "at": ("string", True, None)},
     "checkpoint": {"branch": ("string", True, None), "name": ("string", True, None)},
     "rollback": {"branch": ("string", True, None), "checkpoint": ("string", True, None)},

@@ -10,13 +10,14 @@ world; merging part of it (``only_tables``, ``only_keys``) leaves it open with t
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
-from .. import errors
+from .. import errors, events
 from ..db import Database, Session, World
 from ..errors import ChronosError
 from ..rows import parse_id
@@ -347,8 +348,10 @@ def merge(
                     f"{deletes} row{'s' if deletes != 1 else ''}; nothing was merged",
                     errors.BAD_ARGUMENT,
                 )
+            before = events.positions(conn, db.tables()) if session.world is None else None
             apply_steps(db, world, session, p.schema)
-            _apply(db, p)
+            undo = _apply(db, p)
+            _record_merge(db, p, conn, before, undo)
             if not p.partial:
                 db.finish_world(conn, world.id, state="merged")
             elif not p.other:
@@ -372,7 +375,10 @@ def merge(
     return p
 
 
-def _apply(db: Database, p: Plan) -> None:
+def _apply(db: Database, p: Plan) -> list[tuple]:
+    """Write the merge's rows on the parent; for undo_merge, each row's (table id, key there,
+    row before, row after)."""
+    undo = []
     conn = p.parent.conn
     if p.parent.world is None:
         conn.execute("pragma defer_foreign_keys = on")  # checked once, on the merged result
@@ -380,7 +386,11 @@ def _apply(db: Database, p: Plan) -> None:
         db.begin_world_write(conn, "abort")
     for o in p.writes:
         try:
-            _write(p.parent, o.change, o.result)
+            key = _write(p.parent, o.change, o.result)
+            before = (
+                o.change.theirs if o.change.t.key_kind != "rowid" or key == o.change.key else None
+            )
+            undo.append((o.change.n, key, before, o.result))
         except apsw.ConstraintError as exc:
             c = o.change
             described = errors.from_sqlite(exc)
@@ -393,6 +403,44 @@ def _apply(db: Database, p: Plan) -> None:
             ) from None
     if p.parent.world is None:
         _check_foreign_keys(conn, p)
+    return undo
+
+
+def _record_merge(
+    db: Database, p: Plan, conn: apsw.Connection, before: dict | None, undo: list[tuple]
+) -> None:
+    """The merge as events of both branches, and its rows as they were before, for undo."""
+    rows = len(p.writes) + len(p.schema)
+    parent = p.parent.world.id if p.parent.world is not None else 0
+    detail: dict = {"from": p.world.name, "partial": p.partial}
+    if before is not None:
+        detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
+    db.record(conn, parent, "merge", rows, detail)
+    event = conn.last_insert_rowid()
+    db.record(conn, p.world.id, "merged", rows, {"into": p.parent_name, "partial": p.partial})
+    conn.executemany(
+        "insert into main._chronos_merge_rows values (?, ?, ?, ?, ?)",
+        [
+            (
+                event,
+                n,
+                None if key is None else json.dumps(list(key)),
+                _json(row_before),
+                _json(after),
+            )
+            for n, key, row_before, after in undo
+        ],
+    )
+
+
+def _json(row: dict | None) -> str | None:
+    return None if row is None else json.dumps(row, default=_blob)
+
+
+def _blob(value: object) -> object:
+    if isinstance(value, bytes):
+        return {"$blob": value.hex()}
+    raise TypeError(f"can't keep {type(value).__name__} for undo")
 
 
 def _target(session: Session, c: Change) -> tuple[str, list[str]]:
@@ -407,13 +455,13 @@ def _target(session: Session, c: Change) -> tuple[str, list[str]]:
     return f"temp.{quote_ident(t.name)}", [quote_ident(k) for k in t.pk]
 
 
-def _write(session: Session, c: Change, result: dict | None) -> None:
+def _write(session: Session, c: Change, result: dict | None) -> tuple | None:
     conn = session.conn
     target, key_cols = _target(session, c)
     where = " AND ".join(f"{k} = ?" for k in key_cols)
     if result is None:
         conn.execute(f"delete from {target} where {where}", c.key)
-        return
+        return c.key
     row = {k: v for k, v in result.items() if k not in c.t.generated}
     # A row new to a table without a primary key gets a fresh hidden rowid in the parent:
     # the world's may name an unrelated row there since.
@@ -424,7 +472,7 @@ def _write(session: Session, c: Change, result: dict | None) -> None:
     if exists:
         sets = ", ".join(f"{quote_ident(k)} = ?" for k in row)
         conn.execute(f"update {target} set {sets} where {where}", [*row.values(), *c.key])
-        return
+        return c.key
     cols = [quote_ident(k) for k in row]
     values = list(row.values())
     if c.t.key_kind == "rowid" and not hidden_new:  # the row the world changed keeps its rowid
@@ -432,6 +480,9 @@ def _write(session: Session, c: Change, result: dict | None) -> None:
         values.append(c.key[0])
     marks = ", ".join("?" for _ in cols)
     conn.execute(f"insert into {target}({', '.join(cols)}) values ({marks})", values)
+    if hidden_new and session.world is None:  # the new row's rowid in main
+        return (conn.last_insert_rowid(),)
+    return c.key if not hidden_new else None
 
 
 def _remember_merged(db: Database, p: Plan) -> None:

@@ -68,6 +68,13 @@ def _schema_words(kind: str, table: str, n: int) -> str:
 
 
 def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
+    if "@" in branch:
+        raise ChronosError(
+            f"diff shows what a branch changed since its fork; to compare with a branch as it "
+            f"was at a moment, give that as to (diff {branch.split('@', 1)[0]} with "
+            f"to={branch})",
+            BAD_ARGUMENT,
+        )
     world = db.resolve(branch)
     if world is None:
         raise ChronosError(

@@ -59,8 +59,11 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
             "rebased = ? where id = ?",
             (json.dumps(base), fork_seq, time.time(), world.id),
         )
-    # the parent's rows taken in: all but those the world's own version replaced whole
-    own = {(o.change.table, o.change.key) for o in p.outcomes if o.outcome in ("apply", "by hand")}
+        # the parent's rows taken in: all but those the world's own version replaced whole
+        own = {
+            (o.change.table, o.change.key) for o in p.outcomes if o.outcome in ("apply", "by hand")
+        }
+        db.record(conn, world.id, "rebase", len(taken - own), {"onto": p.parent_name})
     return len(taken - own)
 
 

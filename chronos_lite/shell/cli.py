@@ -215,9 +215,13 @@ See docs/mcp.md.
 
 
 def _mcp(argv: list[str]) -> int:
-    if not argv or "-h" in argv or "--help" in argv:
+    if "-h" in argv or "--help" in argv:
         print(MCP_HELP.rstrip())
         return 0
+    if not argv:
+        raise ChronosError(
+            "give the database folder: chronos mcp <folder> (`chronos mcp --help` says more)"
+        )
     parser = _Parser(prog="chronos mcp", add_help=False)
     parser.add_argument("folder")
     parser.add_argument("--allow-merge", action="store_true")

@@ -1,0 +1,109 @@
+"""What happened to each branch: the events behind ``history``.
+
+Every change chronos makes is recorded with who made it (the caller: the database's own user,
+``mcp`` for a safe-mode agent, later an agent's name) and its run id, in the same transaction
+as the change where it can be: forks, writes (per call, with the rows they changed; on main
+with the history seqs they wrote, so writes an app made directly to main, past chronos, show
+as an app's), merges, rebases, restores, rollbacks, checkpoints, discards. Main is world 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import apsw
+
+from .shadow import SEQ, TIME, history_table
+
+APP = "app"  # who wrote main directly (through SQLite itself, not chronos)
+
+
+def record(
+    conn: apsw.Connection,
+    world: int,
+    kind: str,
+    actor: str,
+    rows: int = 0,
+    detail: dict[str, Any] | None = None,
+    run: str | None = None,
+) -> None:
+    conn.execute(
+        "insert into main._chronos_events(time, world, kind, actor, run, rows, detail) "
+        "values (?, ?, ?, ?, ?, ?, ?)",
+        (time.time(), world, kind, actor, run, rows, json.dumps(detail or {}, default=str)),
+    )
+
+
+def positions(conn: apsw.Connection, tables: dict) -> dict[int, int]:
+    """Each table's last history seq (to bracket the seqs a main write wrote)."""
+    return {
+        n: conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}").fetchone()[
+            0
+        ]
+        for n, _t in tables.values()
+    }
+
+
+def ranges(before: dict[int, int], after: dict[int, int]) -> dict[str, list[int]]:
+    return {str(n): [before.get(n, 0) + 1, hi] for n, hi in after.items() if hi > before.get(n, 0)}
+
+
+def listing(conn: apsw.Connection, world: int, tables: dict, limit: int) -> list[dict[str, Any]]:
+    """The branch's newest events first; for main, with the writes apps made directly."""
+    rows = conn.execute(
+        "select time, kind, actor, run, rows, detail from main._chronos_events where world = ? "
+        "order by id desc limit ?",
+        (world, limit),
+    ).fetchall()
+    out = [
+        {
+            "time": r[0],
+            "event": r[1],
+            "by": r[2],
+            "run": r[3],
+            "rows": r[4],
+            "detail": json.loads(r[5]),
+        }
+        for r in rows
+    ]
+    if world == 0:
+        out += _app_writes(conn, tables, limit)
+        out.sort(key=lambda e: e["time"], reverse=True)
+    return out[:limit]
+
+
+def _app_writes(conn: apsw.Connection, tables: dict, limit: int) -> list[dict[str, Any]]:
+    """Main's recent history rows no chronos write accounts for: an app's, grouped per table
+    and second."""
+    covered: dict[int, list[tuple[int, int]]] = {}
+    for (detail,) in conn.execute(
+        "select detail from main._chronos_events where world = 0 order by id desc limit ?",
+        (limit * 20,),
+    ):
+        for n, (lo, hi) in json.loads(detail).get("seqs", {}).items():
+            covered.setdefault(int(n), []).append((lo, hi))
+    groups: dict[tuple[str, int], dict[str, Any]] = {}
+    for name, (n, _t) in tables.items():
+        spans = covered.get(n, [])
+        for seq, when in conn.execute(
+            f"select {SEQ}, {TIME} from main.{history_table(n)} order by {SEQ} desc limit ?",
+            (limit * 50,),
+        ):
+            if any(lo <= seq <= hi for lo, hi in spans):
+                continue
+            group = groups.setdefault(
+                (name, int(when)),
+                {
+                    "time": when,
+                    "event": "write",
+                    "by": APP,
+                    "run": None,
+                    "rows": 0,
+                    "detail": {"table": name, "directly": True},
+                },
+            )
+            group["rows"] += 1
+            group["time"] = max(group["time"], when)
+    return list(groups.values())
