@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from . import rows, sqlrun, vtab
+from . import prune, rows, sqlrun, vtab
 from .db import Database, World
 from .folder import create
 from .merge import apply as merge_apply
@@ -25,6 +25,10 @@ from .registry import REGISTRY, Caller, Reply
 
 class Chronos(Database):
     """An open database folder, with the operations as methods."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        super().__init__(folder)
+        prune.prune_if_due(self)  # expired history goes, at most once an hour
 
     def connection_ready(self, conn: apsw.Connection) -> None:
         vtab.register(self, conn)  # chronos_worlds, chronos_diff('w'), chronos_conflicts('w')

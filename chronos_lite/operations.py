@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import describe, events, render, restore, rows, sqlrun, timetravel, undo
+from . import describe, events, prune, render, restore, rows, sqlrun, timetravel, undo
 from .db import Database
 from .errors import NOT_FOUND, ChronosError
 from .merge import apply as merge_apply
@@ -467,3 +467,22 @@ def undo_merge_op(db: Database, args: dict, caller: Caller) -> Reply:
         text,
         {"branch": args["branch"], "into": done.parent, "rows": done.rows, "skipped": done.skipped},
     )
+
+
+@operation(
+    "config",
+    "Show or change a setting",
+    "Shows or changes a setting of the database: retention, how long every version of every "
+    "row is kept (default 7 days); expired history is pruned in the background.",
+    mcp=False,
+)
+def config_op(db: Database, args: dict, caller: Caller) -> Reply:
+    conn = db.main.conn
+    if args.get("value") is not None:
+        seconds = timetravel.parse_span(args["value"])
+        with db.write(conn):
+            conn.execute("insert or replace into _chronos_meta values ('retention', ?)", (seconds,))
+        prune.prune(db)
+    kept = timetravel.retention(conn)
+    text = f"retention: {timetravel.show_span(kept)} (every version of every row is kept that long)"
+    return Reply(text, {"retention": timetravel.show_span(kept), "seconds": kept})

@@ -58,6 +58,7 @@ class Operation:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    mcp: bool = True  # a tool over MCP (settings are the CLI's only)
 
     @cached_property
     def schema(self) -> dict:

@@ -27,7 +27,7 @@ SETTINGS = {"PRAGMA", "ATTACH", "DETACH", "VACUUM", "REINDEX", "ANALYZE"}
 
 
 def listed(op: Operation, caller: Caller) -> bool:
-    return caller.mode != "safe" or op.name not in PERSON_ONLY
+    return op.mcp and (caller.mode != "safe" or op.name not in PERSON_ONLY)
 
 
 def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:

@@ -162,3 +162,21 @@ def checked_moment(db, text: str) -> float:
             BAD_ARGUMENT,
         )
     return min(when, now)
+
+
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
+
+
+def parse_span(text: str) -> float:
+    """A length of time ('7 days', '12 hours') in seconds."""
+    m = _SPAN.match(text)
+    if not m:
+        raise ChronosError(
+            f"'{text}' isn't a length of time: give a number and a unit, e.g. '7 days', "
+            f"'12 hours', '2 weeks'",
+            BAD_ARGUMENT,
+        )
+    seconds = float(m.group(1)) * UNITS[m.group(2).lower()]
+    if seconds < 60:
+        raise ChronosError("keep history for a minute at least", BAD_ARGUMENT)
+    return seconds

@@ -283,3 +283,66 @@ def test_undo_of_a_merge_into_a_world(shop):
     assert shop.query("select name from users", branch="p") == [{"name": "C"}]
     shop.call("undo_merge", branch="c")
     assert shop.query("select name from users", branch="p") == [{"name": "Ada"}]
+
+
+def test_retention_is_a_setting_and_moments_follow_it(shop):
+    assert shop.call("config", setting="retention").text.startswith("retention: 1 week")
+    assert shop.call("config", setting="retention", value="2 hours").data["seconds"] == 7200
+    with pytest.raises(ChronosError, match="kept for 2 hours"):
+        shop.sql("select * from users as of '-3 hours'")
+    with pytest.raises(ChronosError, match="isn't a length of time"):
+        shop.call("config", setting="retention", value="forever")
+    with pytest.raises(ChronosError, match="'setting' must be 'retention'"):
+        shop.call("config", setting="colour")
+
+
+def _history_rows(db) -> int:
+    n = db.table("t")[0]
+    return db.main.conn.execute(f"select count(*) from _chronos_h_{n}").fetchone()[0]
+
+
+def test_pruning_drops_expired_history_and_keeps_what_worlds_read(db):
+    from chronos_lite import prune
+
+    db.sql("create table t(k integer primary key, v text)")
+    for i in range(50):
+        db.sql("insert or replace into t values ($1, $2)", i % 5, f"v{i}")
+    db.fork("w")
+    seen = db.query("select * from t order by k", branch="w")
+    for i in range(20):
+        db.sql("update t set v = $2 where k = $1", i % 5, f"after{i}")
+    before = _history_rows(db)
+    future = time.time() + 8 * 86400  # everything is older than the window then
+    deleted = prune.prune(db, now=future)
+    assert deleted > 0 and _history_rows(db) == before - deleted
+    assert _history_rows(db) >= 20  # main's changes since w's fork stay: w reads through them
+    assert db.query("select * from t order by k", branch="w") == seen
+    db.call("discard", branch="w")
+    prune.prune(db, now=future)
+    assert _history_rows(db) == 1  # the newest row of the table's history stays
+
+
+def test_pruning_while_another_process_writes_loses_nothing(tmp_path):
+    from chronos_lite import prune
+
+    folder = tmp_path / "db"
+    db = chronos_lite.init(folder)
+    db.sql("create table t(k integer primary key, v text)")
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import chronos_lite, sys\n"
+            "db = chronos_lite.open(sys.argv[1])\n"
+            "for i in range(300):\n"
+            "    db.sql('insert into t(v) values ($1)', str(i))\n"
+            "    db.sql('update t set v = v || $1 where k = 1', '.')\n",
+            str(folder),
+        ]
+    )
+    while writer.poll() is None:
+        prune.prune(db, now=time.time() + 8 * 86400)
+    assert writer.returncode == 0
+    assert db.query("select count(*) as n from t") == [{"n": 300}]
+    assert db.query("select length(v) as n from t where k = 1") == [{"n": 1 + 300}]
+    db.close()

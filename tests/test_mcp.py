@@ -23,7 +23,7 @@ from chronos_lite import REGISTRY
 pytestmark = pytest.mark.anyio
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
-ALL_TOOLS = {op.name for op in REGISTRY}
+ALL_TOOLS = {op.name for op in REGISTRY if op.mcp}  # (config is the CLI's only)
 SAFE_TOOLS = ALL_TOOLS - {"merge", "restore", "undo_merge"}
 
 

@@ -356,7 +356,11 @@ def test_initialize_versions(serve, asked, answered):
     assert result["serverInfo"] == {"name": "chronos", "version": chronos_lite.__version__}
     assert "describe" in result["instructions"] and "fork" in result["instructions"]
     names = {t["name"] for t in s.result("tools/list")["tools"]}
-    assert names == {op.name for op in chronos_lite.REGISTRY} - {"merge", "restore", "undo_merge"}
+    assert names == {op.name for op in chronos_lite.REGISTRY if op.mcp} - {
+        "merge",
+        "restore",
+        "undo_merge",
+    }
 
 
 def test_modern_version_without_handshake(serve):

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 import traceback
 from typing import Any, BinaryIO
 
 import chronos_lite
 
+from .. import prune
 from ..db import Database
 from ..errors import ChronosError
 from ..registry import REGISTRY, Caller
@@ -83,6 +85,7 @@ class Server:
         self.server_info = {"name": "chronos", "version": chronos_lite.__version__}
         self._tools = [_tool(op) for op in REGISTRY.listed(caller)]
         self._instructions = instructions(folder, caller)
+        self._pruned = time.monotonic()
 
     # --- one message --------------------------------------------------------------------------
 
@@ -235,7 +238,7 @@ class Server:
             args = {}
         if not isinstance(args, dict):
             return _tool_error(f"{name}'s arguments must be a JSON object", "22023")
-        if name not in REGISTRY:
+        if name not in REGISTRY or not REGISTRY.get(name).mcp:
             return _tool_error(f"unknown tool '{name}'; see tools/list", "22023")
         try:
             reply = REGISTRY.call(self.db, name, args, self.caller)
@@ -277,6 +280,9 @@ class Server:
             if reply is not None:
                 stdout.write(_encode(reply))
                 stdout.flush()
+            if time.monotonic() - self._pruned > prune.EVERY:  # a long session prunes too
+                self._pruned = time.monotonic()
+                prune.prune_if_due(self.db)
 
 
 def _encode(reply: dict) -> bytes:
