@@ -46,6 +46,11 @@ def positions(conn: apsw.Connection, tables: dict) -> dict[int, int]:
     }
 
 
+def clock(conn: apsw.Connection) -> int:
+    """The world clock now (a world write's rows are stamped with the ticks after it)."""
+    return conn.execute("select seq from main._chronos_clock").fetchone()[0]
+
+
 def ranges(before: dict[int, int], after: dict[int, int]) -> dict[str, list[int]]:
     return {str(n): [before.get(n, 0) + 1, hi] for n, hi in after.items() if hi > before.get(n, 0)}
 

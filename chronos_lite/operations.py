@@ -446,6 +446,7 @@ def _event_text(e: dict) -> str:
         "rollback": lambda: f"rolled back to checkpoint {d.get('asked')} ({d.get('to')})",
         "checkpoint": lambda: f"checkpoint {d.get('name')}",
         "undo merge": lambda: f"undid the merge of {d.get('from')}",
+        "undo agent": lambda: f"undid {d.get('agent')}'s changes since {d.get('since')}",
     }
     return words.get(e["event"], lambda: json.dumps(d))()
 
@@ -486,3 +487,27 @@ def config_op(db: Database, args: dict, caller: Caller) -> Reply:
     kept = timetravel.retention(conn)
     text = f"retention: {timetravel.show_span(kept)} (every version of every row is kept that long)"
     return Reply(text, {"retention": timetravel.show_span(kept), "seconds": kept})
+
+
+@operation(
+    "undo_agent",
+    "Undo an agent",
+    "Writes back everything one agent (a caller's name: owner, mcp, an agent) changed since a "
+    "moment, on main and on every open branch, leaving everyone else's changes alone: rows "
+    "someone changed after the agent are named, not overwritten. run: only that run's "
+    "changes. The SQL statement UNDO AGENT <name> SINCE '<moment>' runs it.",
+    destructive=True,
+    mcp=False,
+)
+def undo_agent_op(db: Database, args: dict, caller: Caller) -> Reply:
+    done = undo.undo_agent(db, args["agent"], args["since"], args.get("run"))
+    noun = "row" if done.rows == 1 else "rows"
+    text = f"UNDO AGENT {args['agent']}: {done.rows} {noun} put back"
+    if done.branches:
+        text += f" (on {', '.join(done.branches)})"
+    if done.named:
+        text += (
+            f"; {len(done.named)} changed since by someone else, left alone: "
+            f"{', '.join(done.named[:20])}"
+        )
+    return Reply(text, {"rows": done.rows, "branches": done.branches, "named": done.named})

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from . import sqltext
+from . import statements as statements_sql
 from .errors import REFUSED, ChronosError
 
 if TYPE_CHECKING:
@@ -93,6 +94,15 @@ def _check_sql(db: Any, args: dict, caller: Caller) -> None:
     writes = False
     for stmt in statements:
         words = sqltext.keywords(stmt, 2) or [""]
+        if statements_sql.is_chronos(stmt):
+            if words[0] == "SHOW":
+                continue  # SHOW HISTORY reads
+            raise ChronosError(
+                f"safe mode: agents can't restore, roll back, checkpoint or undo in SQL "
+                f"({' '.join(words)}); use the tools on a branch you forked (a person restores "
+                f"and undoes merges)",
+                REFUSED,
+            )
         if words[0] == "PRAGMA" and _reads(stmt):
             continue
         if words[0] in SETTINGS:

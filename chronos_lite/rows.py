@@ -172,13 +172,14 @@ def _write(
     try:
         with db.write(conn):
             if session.world is not None:
+                tick = events.clock(conn) + 1
                 db.begin_world_write(conn, "replace")
             else:
                 before = events.positions(conn, db.tables())
             result = action(conn)
             if session.world is not None:
                 db.bump_version(conn, session.world)
-                db.record(conn, session.world.id, "write", 1, what)
+                db.record(conn, session.world.id, "write", 1, {**what, "clock": [tick, tick]})
             else:
                 seqs = events.ranges(before, events.positions(conn, db.tables()))
                 db.record(conn, 0, "write", 1, {**what, "seqs": seqs})

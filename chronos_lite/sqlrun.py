@@ -15,9 +15,11 @@ from typing import Any
 import apsw
 
 from . import errors, events, shadow, sqltext, timetravel, worldschema, worldsql
+from . import statements as chronos_sql
 from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
+from .registry import REGISTRY, Caller
 from .worldstmt import adapt_insert
 
 
@@ -62,11 +64,43 @@ def run(
     statements = sqltext.split_statements(sql)
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
+    if any(chronos_sql.is_chronos(s) for s in statements):
+        return _chronos_statement(db, branch, statements)
     session = db.session(branch)
     try:
         return _run(db, session, statements, bindings(params), max_rows)
     finally:
         db.end_call(session)
+
+
+def _chronos_statement(db: Database, branch: str | None, statements: list[str]) -> SqlOutcome:
+    """SHOW HISTORY, RESTORE WORLD, ...: the registry's operation, as a statement's result."""
+    if len(statements) > 1:
+        first = next(s for s in statements if chronos_sql.is_chronos(s))
+        raise ChronosError(
+            f"{' '.join(sqltext.keywords(first, 2))} runs its own transaction: send it in a "
+            f"call of its own",
+            errors.BAD_ARGUMENT,
+        )
+    stmt = statements[0]
+    op, args = chronos_sql.parse(stmt)
+    caller = Caller(name=db.caller_name, run=db.caller_run)
+    reply = REGISTRY.call(db, op, args, caller)
+    if op == "history":
+        columns = ["at", "event", "by", "run", "rows", "detail"]
+        rows = [
+            (
+                timetravel.show_moment(e["time"]),
+                e["event"],
+                e["by"],
+                e["run"],
+                e["rows"],
+                json.dumps(e["detail"], default=str),
+            )
+            for e in reply.data["events"]
+        ]
+        return SqlOutcome(branch or "main", [StatementResult(stmt, columns, rows)])
+    return SqlOutcome(branch or "main", [StatementResult(stmt, tag=reply.text)])
 
 
 def _run(
@@ -84,6 +118,7 @@ def _run(
     # main's history seqs before the call: the write's own are those after (inside its
     # transaction, no other writer can add any between)
     before = events.positions(conn, db.tables()) if writes and on_main else None
+    clock = events.clock(conn) if writes and not on_main else None  # ticks after it are ours
     for index, stmt in enumerate(statements, start=1):
         try:
             result = _statement(db, session, stmt, binds, explicit and writes, max_rows)
@@ -93,7 +128,7 @@ def _run(
             raise _explain(db, session, exc, index, len(statements), stmt, explicit) from None
         outcome.results.append(result)
     if writes and began:
-        _record(db, session, conn, outcome, before)
+        _record(db, session, conn, outcome, before, clock)
     if began:
         conn.execute("COMMIT")
     elif not conn.get_autocommit():
@@ -101,7 +136,7 @@ def _run(
         outcome.rolled_back_open = True
     elif writes and explicit:  # the call's own BEGIN ... COMMIT: recorded after it
         with db.write(db.main.conn) as main:
-            _record(db, session, main, outcome, before)
+            _record(db, session, main, outcome, before, clock)
     return outcome
 
 
@@ -111,6 +146,7 @@ def _record(
     conn: apsw.Connection,
     outcome: SqlOutcome,
     before: dict | None,
+    clock: int | None,
 ) -> None:
     """The call as an event of its branch: its rows, and on main the history seqs it wrote."""
     rows = sum(r.changed for r in outcome.results)
@@ -123,6 +159,8 @@ def _record(
         detail["statements"] = len(outcome.results)
     if before is not None:
         detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
+    if clock is not None:  # the world clock's stamps of the call's writes
+        detail["clock"] = [clock + 1, events.clock(conn)]
     world = session.world.id if session.world is not None else 0
     db.record(conn, world, "schema" if ddl else "write", rows, detail)
 
@@ -172,7 +210,7 @@ def _statement(
                 )
             return StatementResult(stmt, adapted.columns, adapted.rows, changed=adapted.changed)
     rows, desc = _execute(conn, stmt, binds, session.world is not None, max_rows)
-    changed = db.rows_written(session)
+    changed = 0 if ddl else db.rows_written(session)
     if changed and session.world is not None:
         db.bump_version(conn, session.world)
     if ddl:

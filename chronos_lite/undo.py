@@ -12,12 +12,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors, events
+from . import errors, events, timetravel
 from .db import Database
 from .errors import ChronosError
-from .merge.changes import view_row
+from .merge.changes import base_row, view_row
 from .restore import _write_back
 from .rows import format_id
+from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
+from .sqltext import quote_ident
 
 
 @dataclass
@@ -115,3 +117,174 @@ def _row(text: str | None) -> dict | None:
         k: bytes.fromhex(v["$blob"]) if isinstance(v, dict) and "$blob" in v else v
         for k, v in json.loads(text).items()
     }
+
+
+# --- UNDO AGENT --------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentUndone:
+    rows: int = 0
+    named: list[str] = field(default_factory=list)  # changed since by someone else: left alone
+    branches: list[str] = field(default_factory=list)
+
+
+def undo_agent(db: Database, agent: str, since_text: str, run: str | None) -> AgentUndone:
+    """Write back, on main and on every open world, the rows as they were before ``agent``
+    (with ``run``) first changed them since the moment; rows someone else changed after the
+    agent are named and left alone."""
+    if agent == events.APP:
+        raise ChronosError(
+            "writes apps made directly to main can't be told apart per app: restore main to a "
+            "moment instead",
+            errors.BAD_ARGUMENT,
+        )
+    since = timetravel.checked_moment(db, since_text)
+    query = (
+        "select world, detail from _chronos_events where actor = ? and time >= ? "
+        "and kind in ('write', 'schema', 'restore', 'rollback', 'undo merge', 'merge')"
+    )
+    args: list[Any] = [agent, since]
+    if run is not None:
+        query += " and run = ?"
+        args.append(run)
+    spans: dict[int, dict[str, list]] = {}
+    for world, detail in db.main.conn.execute(query, args).fetchall():
+        d = json.loads(detail)
+        mine = spans.setdefault(world, {"seqs": [], "clock": []})
+        for n, (lo, hi) in d.get("seqs", {}).items():
+            mine["seqs"].append((int(n), lo, hi))
+        if "clock" in d:
+            mine["clock"].append(tuple(d["clock"]))
+    done = AgentUndone()
+    for world_id, mine in spans.items():
+        if world_id == 0 and mine["seqs"]:
+            _undo_on(db, "main", done, agent, since_text, _main_targets(db, mine["seqs"]))
+        elif world_id and mine["clock"]:
+            name = _open_world(db, world_id)
+            if name is not None:
+                _undo_on(db, name, done, agent, since_text, _world_targets(db, world_id, mine))
+    return done
+
+
+def _main_targets(db: Database, spans: list[tuple[int, int, int]]) -> dict:
+    """Per (table id, key): the row before the agent's first change, or a name if someone
+    changed it after the agent's last."""
+    conn = db.main.conn
+    by_table: dict[int, list[tuple[int, int]]] = {}
+    for n, lo, hi in spans:
+        by_table.setdefault(n, []).append((lo, hi))
+    tables = {n: t for n, t in db.tables().values()}
+    out: dict = {}
+    for n, ranges in by_table.items():
+        t = tables.get(n)
+        if t is None:
+            continue
+        cols = ", ".join(quote_ident(c) for c in t.column_names)
+        keys = [quote_ident(c) for c in t.key_cols]
+        within = " or ".join(f"({SEQ} between {lo} and {hi})" for lo, hi in ranges)
+        first: dict[tuple, tuple] = {}
+        last: dict[tuple, int] = {}
+        for rec in conn.execute(
+            f"select {SEQ}, {OP}, {', '.join(keys)}, {cols} from main.{history_table(n)} "
+            f"where {within} order by {SEQ}"
+        ):
+            key = tuple(rec[2 : 2 + len(keys)])
+            first.setdefault(key, rec)
+            last[key] = rec[0]
+        for key, rec in first.items():
+            later = conn.execute(
+                f"select {SEQ} from main.{history_table(n)} where "
+                + " and ".join(f"{k} = ?" for k in keys)
+                + f" and {SEQ} > ? and not ({within}) limit 1",
+                (*key, last[key]),
+            ).fetchone()
+            row = dict(zip(t.column_names, rec[2 + len(keys) :])) if rec[1] == 1 else None
+            out[(n, key)] = ("changed", None) if later else ("put", row)
+    return out
+
+
+def _world_targets(db: Database, world_id: int, mine: dict) -> dict:
+    conn = db.main.conn
+    world = db.world(_open_world(db, world_id))
+    within = " or ".join(f"({SEQ} between {lo} and {hi})" for lo, hi in mine["clock"])
+    out: dict = {}
+    for _name, (n, t) in db.tables_for(world).items():
+        cols = [c for c in t.column_names if c not in t.key_cols]
+        keys = [quote_ident(c) for c in t.key_cols]
+        wh = f"main.{world_history_table(n)}"
+        seen: set = set()
+        for rec in conn.execute(
+            f"select {SEQ}, {OP}, {DEAD}, {', '.join(keys)}"
+            + "".join(f", {quote_ident(c)}" for c in cols)
+            + f" from {wh} where {WORLD} = ? and ({within}) order by {SEQ}, rowid",
+            (world_id,),
+        ):
+            key = tuple(rec[3 : 3 + len(keys)])
+            if key in seen:
+                continue
+            seen.add(key)
+            mine_last = conn.execute(
+                f"select max({SEQ}) from {wh} where {WORLD} = ? and "
+                + " and ".join(f"{k} = ?" for k in keys)
+                + f" and ({within})",
+                (world_id, *key),
+            ).fetchone()[0]
+            entry = conn.execute(
+                f"select {SEQ} from main.{overlay_table(n)} where {WORLD} = ? and "
+                + " and ".join(f"{k} = ?" for k in keys),
+                (world_id, *key),
+            ).fetchone()
+            if entry is not None and entry[0] > mine_last:
+                out[(n, key)] = ("changed", None)
+                continue
+            if rec[1] == 0:  # no entry before: the row the world inherited
+                row = base_row(conn, n, t, world, key)[0]
+            elif rec[2]:
+                row = None
+            else:
+                row = dict(zip(t.key_cols, key)) | dict(zip(cols, rec[3 + len(keys) :]))
+                row = {c: row.get(c) for c in t.column_names}
+            out[(n, key)] = ("put", row)
+    return out
+
+
+def _open_world(db: Database, world_id: int) -> str | None:
+    row = db.main.conn.execute(
+        "select name from _chronos_worlds where id = ? and state = 'open'", (world_id,)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _undo_on(
+    db: Database, branch: str, done: AgentUndone, agent: str, since: str, targets: dict
+) -> None:
+    session = db.session(branch)
+    tables = {n: t for n, t in db.tables_for(session.world).values()}
+    try:
+        with db.write(session.conn) as conn:
+            if session.world is None:
+                conn.execute("pragma defer_foreign_keys = on")
+                before = events.positions(conn, db.tables())
+            else:
+                db.begin_world_write(conn, "abort")
+            written = 0
+            for (n, key), (what, row) in targets.items():
+                t = tables.get(n)
+                if t is None:
+                    continue
+                if what == "changed":
+                    done.named.append(f"{branch}:{t.name}/{format_id(t, list(key))}")
+                elif view_row(session, n, t, key) != row:
+                    _write_back(session, n, t, key, row)
+                    written += 1
+            detail: dict[str, Any] = {"agent": agent, "since": since}
+            if session.world is None:
+                detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
+            elif written:
+                db.bump_version(conn, session.world)
+            db.record(conn, session.world.id if session.world else 0, "undo agent", written, detail)
+            done.rows += written
+            done.branches.append(branch)
+    finally:
+        db.end_call(session)

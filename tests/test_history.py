@@ -346,3 +346,56 @@ def test_pruning_while_another_process_writes_loses_nothing(tmp_path):
     assert db.query("select count(*) as n from t") == [{"n": 300}]
     assert db.query("select length(v) as n from t where k = 1") == [{"n": 1 + 300}]
     db.close()
+
+
+def test_history_statements_in_sql(shop):
+    shop.fork("w")
+    assert shop.sql("CHECKPOINT WORLD w start").results[0].tag.startswith("checkpoint start: w")
+    shop.sql("update users set name = 'X'", branch="w")
+    tag = shop.sql("ROLLBACK WORLD w TO start").results[0].tag
+    assert tag.startswith("restored w to checkpoint start") and "1 row written back" in tag
+    rows = shop.query("show history of w limit 2")
+    assert [r["event"] for r in rows] == ["rollback", "write"]
+    assert shop.query("select event from chronos_history('w') where event = 'checkpoint'") == [
+        {"event": "checkpoint"}
+    ]
+    shop.call("merge", branch="w")
+    assert shop.sql("UNDO MERGE w").results[0].tag.startswith("undid the merge of w into main")
+    tag = shop.sql("RESTORE WORLD main TO '-1 second'").results[0].tag
+    assert tag.startswith("restored main to")
+    with pytest.raises(ChronosError, match="its form: RESTORE WORLD <branch> TO '<moment>'"):
+        shop.sql("RESTORE WORLD main '-1 minute'")
+    with pytest.raises(ChronosError, match="send it in a call of its own"):
+        shop.sql("show history main; select 1")
+    assert shop.sql("begin; rollback").results[1].tag == "ROLLBACK"  # SQLite's own
+
+
+def test_undo_agent_puts_back_one_callers_changes_everywhere(shop):
+    from chronos_lite.registry import Caller
+
+    shop.sql("insert into users(name, email) values ('Bob', 'b@x'), ('Cy', 'c@x')")
+    shop.fork("w")
+    main_before = shop.query("select * from users order by id")
+    w_before = shop.query("select * from users order by id", branch="w")
+    bot = Caller(name="bot", run="r1")
+    shop.call(
+        "sql",
+        caller=bot,
+        sql="update users set name = 'bot' where id = 1; delete from users where id = 2; "
+        "insert into users(name, email) values ('new', 'n@x')",
+    )
+    shop.call("sql", caller=bot, sql="update users set name = 'bw' where id = 3", branch="w")
+    shop.call("put", caller=bot, table="users", id="1", record={"name": "bp"}, branch="w")
+    shop.sql("update users set email = 'human@x' where id = 4")  # the bot's row, changed since
+    other = Caller(name="other")
+    shop.call("sql", caller=other, sql="update users set name = 'other' where id = 3")
+    tag = shop.sql("UNDO AGENT bot SINCE '-1 minute' WHERE run_id = 'r1'").results[0].tag
+    assert tag.startswith("UNDO AGENT bot: 4 rows put back (on main, w)")
+    assert "left alone: main:users/4" in tag
+    now = shop.query("select * from users order by id")
+    assert now[:2] == main_before[:2]  # the bot's update and delete undone
+    assert now[2]["name"] == "other"  # someone else's change stays
+    assert now[3]["email"] == "human@x"  # named, not overwritten
+    assert shop.query("select * from users order by id", branch="w") == w_before
+    with pytest.raises(ChronosError, match="can't be told apart per app"):
+        shop.sql("UNDO AGENT app SINCE '-1 minute'")

@@ -15,6 +15,13 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 # The spec's parameter tables: name -> (type, required, default); default None = no default.
 SPEC = {
+    # UNDO AGENT's arguments (the statement's; not a tool of the spec's table)
+    "undo_agent": {
+        "agent": ("string", True, None),
+        "since": ("string", True, None),
+        "run": ("string", False, None),
+    },
+    "config": {"setting": ("string", True, None), "value": ("string", False, None)},
     "history": {"branch": ("string", True, None), "limit": ("integer", False, 30)},
     "undo_merge": {"branch": ("string", True, None), "skip_changed": ("boolean", False, False)},
     "restore": {"branch": ("string", True, None), "at": ("string", True, None)},

@@ -3,6 +3,7 @@
     select * from chronos_worlds;
     select * from chronos_diff('task-1');
     select * from chronos_conflicts('task-1');
+    select * from chronos_history('main');    -- what happened, newest first (time: Unix seconds)
 
 They are eponymous virtual tables (``apsw.ext.make_virtual_module``) registered on every
 connection chronos opens, so they work from any branch and in any ``sql`` call.
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 import apsw
 import apsw.ext
 
+from .. import events
 from ..db import Database
 from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
@@ -60,5 +62,14 @@ def register(db: Database, conn: apsw.Connection) -> None:
     chronos_conflicts.columns = ("table_name", "id", "detail", "base", "ours", "theirs")
     chronos_conflicts.column_access = apsw.ext.VTColumnAccess.By_Index
 
-    for fn in (chronos_worlds, chronos_diff, chronos_conflicts):
+    def chronos_history(branch: str) -> Iterator[tuple]:
+        world = db.resolve(branch)
+        for e in events.listing(db.main.conn, world.id if world else 0, db.tables(), 1000):
+            detail = json.dumps(e["detail"], ensure_ascii=False, default=str)
+            yield (e["time"], e["event"], e["by"], e["run"], e["rows"], detail)
+
+    chronos_history.columns = ("time", "event", "actor", "run", "rows", "detail")
+    chronos_history.column_access = apsw.ext.VTColumnAccess.By_Index
+
+    for fn in (chronos_worlds, chronos_diff, chronos_conflicts, chronos_history):
         apsw.ext.make_virtual_module(conn, fn.__name__, fn, eponymous_only=True)
