@@ -326,8 +326,17 @@ class Database:
                     IN_USE,
                 )
             past = source is not None and source.startswith("main@")
-            parent = self.resolve(source) if source not in (None, "main") and not past else None
+            then = None  # forking a world as it was at a moment
+            if source is not None and "@" in source and not past:
+                parent_name, _, when_text = source.partition("@")
+                then = timetravel.checked_moment(self, when_text)
+                parent = self.world(parent_name, conn)
+                self.check_world_moment(parent, then, source)
+            else:
+                parent = self.resolve(source) if source not in (None, "main") and not past else None
             clock = self.tick(conn)  # writes stamped before the fork are not the new world's
+            if then is not None:  # the parent's clock just before its first write after then
+                clock = self._clock_at(conn, parent, then, clock)
             if past:  # main as it was at a moment: each table as of its last change before
                 when = timetravel.checked_moment(self, source.split("@", 1)[1])
                 horizon = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
@@ -355,6 +364,9 @@ class Database:
                 for n, _t in self.tables_for(parent, conn).values():
                     # The world's working copy, and a frozen one (world -id): the parent as the
                     # world saw it at the fork, the base of its diff and merge.
+                    if then is not None:  # the parent's entries as they were then
+                        self._copy_overlay_then(conn, n, new_id, parent.id, then, clock)
+                        continue
                     conn.execute(self._copy_overlay_sql(n), (new_id, parent.id))
                     conn.execute(self._copy_overlay_sql(n), (-new_id, parent.id))
         return self.world(name)
@@ -383,6 +395,49 @@ class Database:
         return conn.execute(
             "update main._chronos_clock set seq = seq + 1 returning seq"
         ).fetchone()[0]
+
+    def _clock_at(self, conn: apsw.Connection, parent: World, then: float, now: int) -> int:
+        """A world forked from ``parent`` as it was at ``then`` counts as forked just before the
+        parent's first write after then: the parent's writes since are the parent's changes."""
+        first = now
+        for n, _t in self.tables_for(parent, conn).values():
+            row = conn.execute(
+                f"select min({SEQ}) from {world_history_table(n)} where {WORLD} = ? "
+                f"and _chronos_time > ?",
+                (parent.id, then),
+            ).fetchone()
+            if row[0] is not None:
+                first = min(first, row[0] - 1)
+        return first
+
+    def _copy_overlay_then(
+        self, conn: apsw.Connection, n: int, new_id: int, parent: int, then: float, seq: int
+    ) -> None:
+        """A world's working and frozen copies of its parent's overlay entries as they were at
+        ``then``: each key's first history record after it, else its entry now (stamped at
+        most ``seq``, the fork: they are what the world starts from, not its changes)."""
+        o, wh = overlay_table(n), world_history_table(n)
+        cols = [r[1] for r in conn.execute(f"pragma table_info({o})")]
+        keys = [r[2] for r in conn.execute(f"pragma index_info({o}_k)")][1:]
+        rest = [c for c in cols if c not in (WORLD, SEQ, "_chronos_dead")]
+        same = " and ".join(f"x.{quote_ident(k)} = e.{quote_ident(k)}" for k in keys)
+        same_xy = " and ".join(f"y.{quote_ident(k)} = x.{quote_ident(k)}" for k in keys)
+        picked = ", ".join(quote_ident(c) for c in rest)
+        for ident in (new_id, -new_id):
+            conn.execute(
+                f"insert into {o}({WORLD}, {SEQ}, _chronos_dead, {picked}) "
+                f"select {ident}, min(e.{SEQ}, {seq}), e._chronos_dead, "
+                + ", ".join(f"e.{quote_ident(c)}" for c in rest)
+                + f" from {o} e where e.{WORLD} = ? and not exists (select 1 from {wh} x "
+                f"where x.{WORLD} = ? and {same} and x._chronos_time > ?) "
+                f"union all select {ident}, {seq}, x._chronos_dead, "
+                + ", ".join(f"x.{quote_ident(c)}" for c in rest)
+                + f" from {wh} x where x.{WORLD} = ? and x._chronos_time > ? and x._chronos_op = 1 "
+                f"and not exists (select 1 from {wh} y where y.{WORLD} = ? and {same_xy} "
+                f"and y._chronos_time > ? and (y._chronos_time < x._chronos_time or "
+                f"(y._chronos_time = x._chronos_time and y.rowid < x.rowid)))",
+                (parent, parent, then, parent, then, parent, then),
+            )
 
     def _copy_overlay_sql(self, n: int) -> str:
         o = overlay_table(n)

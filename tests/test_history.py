@@ -109,7 +109,7 @@ def test_as_of_through_the_cli(tmp_path):
 @given(
     steps=st.lists(
         st.tuples(
-            st.sampled_from(["insert", "update", "delete", "moment"]),
+            st.sampled_from(["insert", "update", "delete", "moment", "restore"]),
             st.integers(1, 6),
             st.text("abc", max_size=3),
         ),
@@ -142,6 +142,11 @@ def _replay(db, steps, branch: str) -> None:
         elif kind == "delete":
             db.sql("delete from t where k = $1", key, branch=branch)
             model.pop(key, None)
+        elif kind == "restore":  # back to a moment noted before (an ordinary write)
+            if seen:
+                when, then = seen[key % len(seen)]
+                db.call("restore", branch=branch, at=when)
+                model = dict(then)
         else:
             seen.append((moment(), dict(model)))
     for when, then in seen:
@@ -399,3 +404,16 @@ def test_undo_agent_puts_back_one_callers_changes_everywhere(shop):
     assert shop.query("select * from users order by id", branch="w") == w_before
     with pytest.raises(ChronosError, match="can't be told apart per app"):
         shop.sql("UNDO AGENT app SINCE '-1 minute'")
+
+
+def test_fork_from_a_world_as_it_was(shop):
+    shop.fork("p")
+    shop.sql("update users set name = 'P1' where id = 1", branch="p")
+    then = moment()
+    shop.sql("update users set name = 'P2' where id = 1", branch="p")
+    shop.call("fork", name="c", **{"from": f"p@{then}"})
+    assert shop.query("select name from users", branch="c") == [{"name": "P1"}]
+    assert shop.call("diff", branch="c").text == "0 changes on c"
+    shop.sql("update users set email = 'c@x' where id = 1", branch="c")
+    with pytest.raises(ChronosError, match="conflict"):  # p changed users/1 after that moment
+        shop.call("merge", branch="c")
