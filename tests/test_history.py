@@ -109,7 +109,7 @@ def test_as_of_through_the_cli(tmp_path):
 @given(
     steps=st.lists(
         st.tuples(
-            st.sampled_from(["insert", "update", "delete", "moment", "restore"]),
+            st.sampled_from(["insert", "update", "delete", "moment", "restore", "merge"]),
             st.integers(1, 6),
             st.text("abc", max_size=3),
         ),
@@ -142,6 +142,11 @@ def _replay(db, steps, branch: str) -> None:
         elif kind == "delete":
             db.sql("delete from t where k = $1", key, branch=branch)
             model.pop(key, None)
+        elif kind == "merge":  # a change made on a branch of the branch, merged into it
+            db.fork("side", source=branch)
+            db.sql("insert or replace into t values ($1, $2)", key, value, branch="side")
+            db.call("merge", branch="side")
+            model[key] = value
         elif kind == "restore":  # back to a moment noted before (an ordinary write)
             if seen:
                 when, then = seen[key % len(seen)]
