@@ -59,6 +59,7 @@ class Session:
     built_for: tuple | None = None
     temp_version: int = 0
     own_temp: set[str] = field(default_factory=set)
+    kept: list[str] = field(default_factory=list)  # AS OF views kept between calls, oldest first
 
     @property
     def branch(self) -> str:
@@ -586,12 +587,21 @@ class Database:
             self.connection_ready(session.conn)
             self._worlds[0] = session
         session.world = world
-        session.conn.execute("BEGIN")
-        try:
-            self._place(session, tables, writable=False, at=at)
-        finally:
-            session.conn.execute("COMMIT")
-        session.built_for = None
+        key = (
+            "past",
+            name,
+            json.dumps(world.base),
+            at,
+            self._schema_version,
+            worldschema.signature(conn),
+        )
+        if session.built_for != key:  # (main at the same seqs reads the same: kept)
+            session.conn.execute("BEGIN")
+            try:
+                self._place(session, tables, writable=False, at=at)
+            finally:
+                session.conn.execute("COMMIT")
+            session.built_for = key
         return session
 
     def check_world_moment(self, world: World, when: float, asked: str) -> None:
@@ -633,6 +643,21 @@ class Database:
         (a rollback puts the old views back; the next call rebuilds them anyway)."""
         self._place(session, self.tables_for(session.world, session.conn))
         session.built_for = None
+
+    def schema_version(self) -> int:
+        """Main's schema version as last seen (it names views that depend on the schema)."""
+        self.tables()
+        return self._schema_version or 0
+
+    def keep_view(self, session: Session, name: str, most: int = 32) -> None:
+        """Keep a TEMP view past the call (AS OF main at a seq reads the same every time, and
+        dropping a view makes SQLite prepare every statement again)."""
+        session.own_temp.add(name)
+        session.kept.append(name)
+        while len(session.kept) > most:
+            old = session.kept.pop(0)
+            session.own_temp.discard(old)
+            session.conn.execute(f"drop view if exists temp.{quote_ident(old)}")
 
     def end_call(self, session: Session) -> None:
         """Each call is its own session: drop TEMP objects the call created."""

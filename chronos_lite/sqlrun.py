@@ -329,16 +329,20 @@ def _as_of(db: Database, session: Session, stmt: str) -> str:
         when = timetravel.checked_moment(db, moment)
         if world is None:
             seq = timetravel.seq_at(session.conn, n, when)
-            view = timetravel.past_name(n, seq)
+            view = f"{timetravel.past_name(n, seq)}_{db.schema_version()}"
             select = worldsql.view_select(t, n, 0, seq)
         else:
             db.check_world_moment(world, when, moment)
-            view = f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}"
+            view = (
+                f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}_{world.fork_seq}_"
+                f"{db.schema_version()}"
+            )
             select = worldsql.view_select(t, n, world.id, world.base.get(n, 0), at=when)
         if not session.conn.execute(
             "select 1 from temp.sqlite_schema where name = ?", (view,)
         ).fetchone():
             session.conn.execute(f"CREATE TEMP VIEW {sqltext.quote_ident(view)} AS {select}")
+            db.keep_view(session, view)  # a past that never changes: kept for the next calls
         head = stmt[at:start]
         if head.rstrip().endswith("."):  # main.users AS OF ...: the schema goes too
             head = head.rstrip()[:-1].rstrip()

@@ -10,6 +10,7 @@ overlay of its own.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from datetime import datetime
@@ -69,9 +70,25 @@ def show_moment(when: float) -> str:
     return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_SEQ_AT: dict[tuple[str, int, float], int] = {}
+
+
 def seq_at(conn: apsw.Connection, n: int, when: float) -> int:
     """The table's last history seq stamped at or before ``when`` (0: before any). Walks back
-    from the newest change, so its cost is the number of changes since the moment."""
+    from the newest change, so its cost is the number of changes since the moment; a moment
+    long enough ago that no write can still be stamped before it is remembered."""
+    key = (conn.filename, n, when)
+    if key in _SEQ_AT:
+        return _SEQ_AT[key]
+    seq = _seq_at(conn, n, when)
+    if when < time.time() - 1:
+        if len(_SEQ_AT) > 4096:
+            _SEQ_AT.clear()
+        _SEQ_AT[key] = seq
+    return seq
+
+
+def _seq_at(conn: apsw.Connection, n: int, when: float) -> int:
     h = f"main.{history_table(n)}"
     row = conn.execute(
         f"select {SEQ} from {h} where {TIME} <= ? order by {SEQ} desc limit 1", (when,)
@@ -83,6 +100,7 @@ def past_name(n: int, seq: int) -> str:
     return f"_chronos_asof_{n}_{seq}"
 
 
+@functools.lru_cache(maxsize=256)  # the same query text comes again and again
 def as_of_clauses(sql: str) -> list[tuple[int, int, str, int, int]]:
     """Each ``<table> AS OF '<moment>'`` in a statement, outside strings and comments:
     (start of the table name, end of the name, the moment's text, start of AS, end of clause).
