@@ -130,10 +130,13 @@ def _view_at(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool, at: f
     when = repr(float(at))
 
     def had_entry(match) -> str:
+        # Overlay entries are only ever rewritten (each rewrite recorded first), never deleted
+        # while the world's history reads true: a key with no entry now had none then, and the
+        # history probe is needed only for keys that have one (most main rows have none).
         return (
+            f"(EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} AND {match('o')}) AND "
             f"coalesce((SELECT x.{OP} FROM {wh} AS x WHERE x.{WORLD} = {world} AND {match('x')} "
-            f"AND x.{TIME} > {when} ORDER BY x.{TIME}, x.rowid LIMIT 1), EXISTS (SELECT 1 FROM "
-            f"{o} AS o WHERE o.{WORLD} = {world} AND {match('o')}))"
+            f"AND x.{TIME} > {when} ORDER BY x.{TIME}, x.rowid LIMIT 1), 1))"
         )
 
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
