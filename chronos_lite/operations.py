@@ -388,6 +388,7 @@ def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def rollback_op(db: Database, args: dict, caller: Caller) -> Reply:
     when = restore.checkpoint_time(db, args["branch"], args["checkpoint"])
+    timetravel.checked_moment(db, f"checkpoint {args['checkpoint']}", when)
     done = restore.restore(db, args["branch"], when, args["checkpoint"], "rollback")
     return _restored(done, f"to checkpoint {args['checkpoint']} ({timetravel.show_moment(when)})")
 
@@ -415,10 +416,16 @@ def _restored(done: restore.Restored, to: str) -> Reply:
 )
 def history_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = args["branch"]
-    world = db.resolve(branch)
-    found = events.listing(
-        db.main.conn, world.id if world else 0, db.tables(), args.get("limit", 30)
-    )
+    try:
+        ident = db.resolve(branch).id if branch != "main" else 0
+    except ChronosError:  # a branch merged or discarded: its history stays readable
+        row = db.main.conn.execute(
+            "select id from _chronos_worlds where name = ? order by id desc limit 1", (branch,)
+        ).fetchone()
+        if row is None:
+            raise
+        ident = row[0]
+    found = events.listing(db.main.conn, ident, db.tables(), args.get("limit", 30))
     table = [
         [timetravel.show_moment(e["time"]), e["event"], e["by"], e["rows"], _event_text(e)]
         for e in found

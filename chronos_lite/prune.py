@@ -47,7 +47,18 @@ def prune(db: Database, now: float | None = None) -> int:
                 f"{world_history_table(n)} where {TIME} < ? limit {BATCH})",
                 cutoff,
             )
+    # events and merges' rows as old: what they tell of is gone from history too
+    _batches(
+        db,
+        f"delete from _chronos_events where id in (select id from _chronos_events where "
+        f"time < ? limit {BATCH})",
+        cutoff,
+    )
     with db.write(conn):
+        conn.execute(
+            "delete from _chronos_merge_rows where event < coalesce((select min(id) from "
+            "_chronos_events), 1 << 62)"
+        )
         conn.execute("insert or replace into _chronos_meta values ('pruned_at', ?)", (time.time(),))
     return deleted
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import apsw
+
 from . import errors, events, timetravel
 from .catalog import TableInfo
 from .db import Database, Session, World
 from .errors import ChronosError
 from .merge.changes import view_row
+from .rows import format_id
 from .shadow import SEQ, TIME, WORLD, history_table, world_history_table
 from .sqltext import quote_ident
 from .worldsql import key_view
@@ -56,7 +59,7 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
             for (name, key), row in then.items():
                 n, t = tables[name]
                 if view_row(session, n, t, key) != row:
-                    _write_back(session, n, t, key, row)
+                    write_back(session, n, t, key, row, f"restoring {branch}")
                     written += 1
             if world is not None and written:
                 db.bump_version(conn, world)
@@ -84,6 +87,22 @@ def _changed_since(db: Database, world: World | None, n: int, t: TableInfo, when
     return {tuple(r) for r in rows}
 
 
+def write_back(
+    session: Session, n: int, t: TableInfo, key: tuple, row: dict | None, doing: str
+) -> None:
+    """Write a row back (None: delete it), with a clear refusal if a rule stops it."""
+    try:
+        _write_back(session, n, t, key, row)
+    except apsw.ConstraintError as exc:
+        described = errors.from_sqlite(exc)
+        raise ChronosError(
+            f"{doing} would break a rule at {t.name}/{format_id(t, list(key))}: "
+            f"{described.message} (another row holds that value now; change it first); "
+            f"nothing was changed",
+            described.code,
+        ) from None
+
+
 def _write_back(session: Session, n: int, t: TableInfo, key: tuple, row: dict | None) -> None:
     conn = session.conn
     if session.world is None:
@@ -94,10 +113,16 @@ def _write_back(session: Session, n: int, t: TableInfo, key: tuple, row: dict | 
     else:
         target, key_cols = f"temp.{quote_ident(t.name)}", [quote_ident(c) for c in t.pk]
     where = " AND ".join(f"{k} = ?" for k in key_cols)
-    conn.execute(f"delete from {target} where {where}", key)
     if row is None:
+        conn.execute(f"delete from {target} where {where}", key)
         return
     values = {k: v for k, v in row.items() if k not in t.generated}
+    if conn.execute(f"select 1 from {target} where {where}", key).fetchone():
+        # an UPDATE, not a delete and an insert: ON DELETE CASCADE and an app's delete
+        # triggers must not see the row go
+        sets = ", ".join(f"{quote_ident(k)} = ?" for k in values)
+        conn.execute(f"update {target} set {sets} where {where}", [*values.values(), *key])
+        return
     cols = [quote_ident(k) for k in values]
     args = list(values.values())
     if t.key_kind == "rowid":  # the row comes back under its own hidden key

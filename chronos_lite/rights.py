@@ -36,9 +36,13 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
     if caller.mode != "safe":
         return
     if op.name in PERSON_ONLY:
+        if op.name == "merge":
+            then = f"A person reviews your diff and runs `chronos {db.folder} merge <branch>`"
+        else:
+            then = f"A person runs `chronos {db.folder} {op.name.replace('_', '-')} ...`"
         raise ChronosError(
-            f"safe mode: agents can't {op.name.replace('_', ' ')}. A person reviews your diff "
-            f"and runs `chronos {db.folder} merge <branch>`: report the branch name",
+            f"safe mode: agents can't {op.name.replace('_', ' ')}. {then}: report the branch "
+            f"name (on your own branch, checkpoint and rollback work)",
             REFUSED,
         )
     if op.name == "sql":

@@ -165,8 +165,8 @@ def _write(
     if session.past:
         db.end_call(session)
         raise ChronosError(
-            f"{session.branch} is main as it was at a moment: it can only be read; write on "
-            f"main or on a branch",
+            f"{session.branch} is a branch as it was at a moment: it can only be read; write "
+            f"on the branch itself",
             REFUSED,
         )
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,8 +188,8 @@ def _statement(
     )
     if session.past and sqltext.may_write(stmt):
         raise ChronosError(
-            f"{session.branch} is main as it was at a moment: it can only be read (SELECT); "
-            f"write on main or on a branch",
+            f"{session.branch} is a branch as it was at a moment: it can only be read "
+            f"(SELECT); write on the branch itself",
             errors.REFUSED,
         )
     if ddl and session.world is not None:
@@ -323,6 +324,11 @@ def _as_of(db: Database, session: Session, stmt: str) -> str:
     if not clauses:
         return stmt
     world = session.world if session.world is not None and session.world.id else None
+    if world is None and len(clauses) == 1 and _COUNT_ALL.match(stmt):
+        start, end, moment, _as_at, _end = clauses[0]
+        n, t = db.table(_name_at(stmt, start, end))
+        seq = timetravel.seq_at(session.conn, n, timetravel.checked_moment(db, moment))
+        return timetravel.count_then(n, t, seq)
     out, at = [], 0
     for start, end, moment, _as_at, clause_end in clauses:
         n, t = db.table(_name_at(stmt, start, end), world)
@@ -351,6 +357,15 @@ def _as_of(db: Database, session: Session, stmt: str) -> str:
         at = clause_end
     out.append(stmt[at:])
     return "".join(out)
+
+
+# select count(*) from <table> AS OF '<moment>': counted from the changes since, as SQLite counts
+# a table now without reading its rows
+_COUNT_ALL = re.compile(
+    r"^\s*select\s+count\(\s*\*\s*\)\s+from\s+(?:main\s*\.\s*)?(?:\"[^\"]+\"|\w+)\s+"
+    r"as\s+of\s+'[^']*'\s*;?\s*$",
+    re.IGNORECASE,
+)
 
 
 def _name_at(stmt: str, start: int, end: int) -> str:

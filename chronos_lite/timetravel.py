@@ -18,8 +18,8 @@ from datetime import datetime
 import apsw
 
 from .errors import BAD_ARGUMENT, ChronosError
-from .shadow import SEQ, TIME, history_table
-from .sqltext import _skip_quoted
+from .shadow import OP, SEQ, TIME, history_table
+from .sqltext import _skip_quoted, quote_ident
 
 UNITS = {
     "second": 1,
@@ -165,10 +165,10 @@ def show_span(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
-def checked_moment(db, text: str) -> float:
+def checked_moment(db, text: str, when: float | None = None) -> float:
     """A moment to read at: in the retention window (else refused, naming the oldest moment
-    kept); a moment still to come reads as now."""
-    when = parse_moment(text)
+    kept); a moment still to come reads as now. ``when``: already known (a checkpoint's)."""
+    when = parse_moment(text) if when is None else when
     now = time.time()
     kept = retention(db.main.conn)
     oldest = now - kept
@@ -176,7 +176,7 @@ def checked_moment(db, text: str) -> float:
         raise ChronosError(
             f"'{text}' ({show_moment(when)}) is before the oldest moment kept, "
             f"{show_moment(oldest)}: history is kept for {show_span(kept)} "
-            f"(chronos <folder> config retention to keep more)",
+            f"(chronos <folder> config retention --value '30 days' keeps more)",
             BAD_ARGUMENT,
         )
     return min(when, now)
@@ -198,3 +198,23 @@ def parse_span(text: str) -> float:
     if seconds < 60:
         raise ChronosError("keep history for a minute at least", BAD_ARGUMENT)
     return seconds
+
+
+def count_then(n: int, t, seq: int) -> str:
+    """``count(*)`` of main's table as of history seq ``seq``: the count now, plus for each key
+    changed since whether it existed then less whether it exists now (cost: the changes)."""
+    h = f"main.{history_table(n)}"
+    keys = [quote_ident(c) for c in t.key_cols]
+    same = " AND ".join(f"h2.{k} = k.{k}" for k in keys)
+    if t.key_kind == "rowid":
+        now = f"m.rowid = k.{keys[0]}"
+    else:
+        now = " AND ".join(f"m.{quote_ident(c)} = k.{quote_ident(c)}" for c in t.pk)
+    return (
+        f"SELECT (SELECT count(*) FROM main.{quote_ident(t.stored)}) + coalesce((SELECT "
+        f"sum((SELECT h2.{OP} FROM {h} AS h2 WHERE {same} AND h2.{SEQ} > {seq} ORDER BY "
+        f"h2.{SEQ} LIMIT 1) - EXISTS (SELECT 1 FROM main.{quote_ident(t.stored)} AS m WHERE "
+        f"{now})) FROM (SELECT DISTINCT {', '.join(keys)} FROM {h} NOT INDEXED "
+        f"WHERE {SEQ} > {seq}) AS k), "
+        f'0) AS "count(*)"'
+    )

@@ -16,7 +16,7 @@ from . import errors, events, timetravel
 from .db import Database
 from .errors import ChronosError
 from .merge.changes import base_row, view_row
-from .restore import _write_back
+from .restore import write_back
 from .rows import format_id
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
 from .sqltext import quote_ident
@@ -83,7 +83,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                     {"changed": done.skipped},
                 )
             for n, t, key, row in todo:
-                _write_back(session, n, t, key, row)
+                write_back(session, n, t, key, row, f"undoing the merge of {branch}")
             done.rows = len(todo)
             if session.world is not None and todo:
                 db.bump_version(wconn, session.world)
@@ -276,7 +276,7 @@ def _undo_on(
                 if what == "changed":
                     done.named.append(f"{branch}:{t.name}/{format_id(t, list(key))}")
                 elif view_row(session, n, t, key) != row:
-                    _write_back(session, n, t, key, row)
+                    write_back(session, n, t, key, row, f"undoing {agent}'s changes")
                     written += 1
             detail: dict[str, Any] = {"agent": agent, "since": since}
             if session.world is None:

@@ -159,6 +159,8 @@ def _replay(db, steps, branch: str) -> None:
         assert {r["k"]: r["v"] for r in rows} == then, (branch, when)
         rows = db.query("select k, v from t", branch=f"{branch}@{when}")
         assert {r["k"]: r["v"] for r in rows} == then, (branch, when)
+        count = db.query(f"select count(*) from t as of '{when}'", branch=branch)
+        assert count == [{"count(*)": len(then)}], (branch, when)
 
 
 def test_a_world_reads_as_it_was_since_its_fork(shop):
@@ -422,3 +424,29 @@ def test_fork_from_a_world_as_it_was(shop):
     shop.sql("update users set email = 'c@x' where id = 1", branch="c")
     with pytest.raises(ChronosError, match="conflict"):  # p changed users/1 after that moment
         shop.call("merge", branch="c")
+
+
+def test_rollback_updates_rows_in_place_and_refuses_clearly(db):
+    db.sql(
+        "create table parent(id integer primary key, name text unique); "
+        "create table child(id integer primary key, "
+        "parent_id int references parent(id) on delete cascade)"
+    )
+    db.sql("insert into parent values (1, 'a'), (2, 'b'); insert into child values (10, 1)")
+    db.call("checkpoint", branch="main", name="cp")
+    db.sql("update parent set name = 'A' where id = 1")
+    db.call("rollback", branch="main", checkpoint="cp")
+    assert db.query("select * from child") == [{"id": 10, "parent_id": 1}]  # no cascade
+    db.sql("update parent set name = 'x' where id = 1; update parent set name = 'a' where id = 2")
+    with pytest.raises(ChronosError, match="would break a rule at parent/") as err:
+        db.call("rollback", branch="main", checkpoint="cp")  # a unique value moved between rows
+    assert err.value.code == "23505"
+    assert db.query("select name from parent order by id") == [{"name": "x"}, {"name": "a"}]
+
+
+def test_history_of_a_merged_branch_stays_readable(shop):
+    shop.fork("w")
+    shop.sql("update users set name = 'W'", branch="w")
+    shop.call("merge", branch="w")
+    events = shop.call("history", branch="w").data["events"]
+    assert [e["event"] for e in events] == ["merged", "write", "fork"]
