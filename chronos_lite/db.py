@@ -655,6 +655,9 @@ class Database:
         session.own_temp.add(name)
         session.kept.append(name)
         while len(session.kept) > most:
+            from .sqlrun import _REWRITES  # statements that name the view it drops
+
+            _REWRITES.clear()
             old = session.kept.pop(0)
             session.own_temp.discard(old)
             session.conn.execute(f"drop view if exists temp.{quote_ident(old)}")
