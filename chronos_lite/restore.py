@@ -10,6 +10,8 @@ main's history (or the world's) recorded after it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import apsw
@@ -48,28 +50,17 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
     finally:
         db.end_call(past)
     session = db.session(branch)
-    written = 0
     try:
-        with db.write(session.conn) as conn:
-            if world is None:
-                conn.execute("pragma defer_foreign_keys = on")
-                before = events.positions(conn, tables)
-            else:
-                db.begin_world_write(conn, "abort")
+        detail = {"to": timetravel.show_moment(when), "asked": asked}
+        with rewriting(db, session, kind, detail) as done:
             for (name, key), row in then.items():
                 n, t = tables[name]
                 if view_row(session, n, t, key) != row:
                     write_back(session, n, t, key, row, f"restoring {branch}")
-                    written += 1
-            if world is not None and written:
-                db.bump_version(conn, world)
-            detail: dict = {"to": timetravel.show_moment(when), "asked": asked}
-            if world is None:
-                detail["seqs"] = events.ranges(before, events.positions(conn, tables))
-            db.record(conn, world.id if world else 0, kind, written, detail)
+                    done.written += 1
     finally:
         db.end_call(session)
-    return Restored(branch, when, written)
+    return Restored(branch, when, done.written)
 
 
 def _changed_since(db: Database, world: World | None, n: int, t: TableInfo, when: float) -> set:
@@ -85,6 +76,34 @@ def _changed_since(db: Database, world: World | None, n: int, t: TableInfo, when
             (world.id, when),
         )
     return {tuple(r) for r in rows}
+
+
+@dataclass
+class Rewrite:
+    """A branch's rows written back in one transaction (restore, rollback, the undos)."""
+
+    conn: apsw.Connection
+    written: int = 0
+
+
+@contextmanager
+def rewriting(db: Database, session: Session, kind: str, detail: dict) -> Iterator[Rewrite]:
+    """One write transaction on the session's branch that puts rows back: foreign keys
+    checked once at the end on main, the world clock moved on a world; then the event (with
+    the history seqs it wrote, on main) and the world's new version."""
+    with db.write(session.conn) as conn:
+        if session.world is None:
+            conn.execute("pragma defer_foreign_keys = on")
+            before = events.positions(conn, db.tables())
+        else:
+            db.begin_world_write(conn, "abort")
+        done = Rewrite(conn)
+        yield done
+        if session.world is None:
+            detail = {**detail, "seqs": events.ranges(before, events.positions(conn, db.tables()))}
+        elif done.written:
+            db.bump_version(conn, session.world)
+        db.record(conn, session.world.id if session.world else 0, kind, done.written, detail)
 
 
 def write_back(

@@ -227,14 +227,20 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
 # --- shadow tables ---------------------------------------------------------------------------
 
 
+def _shadow_columns(t: TableInfo) -> tuple[list[str], str]:
+    """A shadow table's copies of the user table's columns (with the hidden rowid's, for a
+    table without a primary key), and its key's columns as a list for an index."""
+    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
+    if t.key_kind == "rowid":
+        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
+    return cols, ", ".join(quote_ident(c) for c in t.key_cols)
+
+
 def history_ddl(t: TableInfo, n: int) -> list[str]:
     # Same declared types as main: every arm of a world's view then has the same affinity,
     # so comparisons on the view behave as they do on the real table.
     h = history_table(n)
-    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
-    if t.key_kind == "rowid":
-        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    cols, keys = _shadow_columns(t)
     return [
         f"CREATE TABLE {h}({SEQ} INTEGER PRIMARY KEY, {OP} INTEGER NOT NULL, "
         f"{TIME} REAL NOT NULL, {', '.join(cols)})",
@@ -244,10 +250,7 @@ def history_ddl(t: TableInfo, n: int) -> list[str]:
 
 def overlay_ddl(t: TableInfo, n: int) -> list[str]:
     o = overlay_table(n)
-    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
-    if t.key_kind == "rowid":
-        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    cols, keys = _shadow_columns(t)
     return [
         f"CREATE TABLE {o}({WORLD} INTEGER NOT NULL, {SEQ} INTEGER NOT NULL, "
         f"{DEAD} INTEGER NOT NULL DEFAULT 0, {', '.join(cols)}, "
@@ -263,10 +266,7 @@ def world_history_ddl(t: TableInfo, n: int) -> list[str]:
     """The worlds' history: an overlay entry's state before each change (``_chronos_op`` 0:
     the world had no entry for the key), stamped with the world clock and the time."""
     wh = world_history_table(n)
-    cols = [f"{quote_ident(c.name)} {c.decltype}".rstrip() for c in t.columns]
-    if t.key_kind == "rowid":
-        cols.append(f"{quote_ident(ROWID_COL)} INTEGER")
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    cols, keys = _shadow_columns(t)
     return [
         f"CREATE TABLE IF NOT EXISTS {wh}({WORLD} INTEGER NOT NULL, {SEQ} INTEGER NOT NULL, "
         f"{TIME} REAL NOT NULL, {OP} INTEGER NOT NULL, {DEAD} INTEGER, {', '.join(cols)})",

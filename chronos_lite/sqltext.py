@@ -171,6 +171,39 @@ def name_tokens(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
+def tokens(sql: str, word_chars: str = "_$") -> list[tuple[str, str, int, int]]:
+    """A statement's tokens outside comments: (text, kind, start, end), kind one of word, name
+    (a quoted name, unquoted), string (a literal, its quotes and doubled quotes removed) and
+    punct (one character). ``word_chars``: characters a word may hold besides letters and
+    digits."""
+    out: list[tuple[str, str, int, int]] = []
+    i = 0
+    while i < len(sql):
+        ch = sql[i]
+        if ch.isspace():
+            i += 1
+        elif sql.startswith("--", i) or sql.startswith("/*", i):
+            i = _skip_quoted(sql, i)
+        elif ch == "'":
+            j = _skip_quoted(sql, i)
+            out.append((sql[i + 1 : j - 1].replace("''", "'"), "string", i, j))
+            i = j
+        elif ch in '"`[':
+            j = _skip_quoted(sql, i)
+            out.append((sql[i + 1 : j - 1].replace('""', '"'), "name", i, j))
+            i = j
+        elif ch.isalnum() or ch in word_chars:
+            j = i
+            while j < len(sql) and (sql[j].isalnum() or sql[j] in word_chars):
+                j += 1
+            out.append((sql[i:j], "word", i, j))
+            i = j
+        else:
+            out.append((ch, "punct", i, i + 1))
+            i += 1
+    return out
+
+
 def _unquoted(sql: str) -> Iterator[tuple[int, str, int]]:
     """(index, character, parenthesis depth) of each character outside strings, quoted names
     and comments; a parenthesis is reported at the depth inside it."""

@@ -72,31 +72,8 @@ def parse(stmt: str) -> tuple[str, dict[str, Any]]:
 
 
 def _tokens(stmt: str) -> list[tuple[str, str]]:
-    """Words, quoted names and strings, in order (punctuation as itself)."""
-    out = []
-    i, text = 0, sqltext.strip_comments(stmt)
-    while i < len(text):
-        ch = text[i]
-        if ch.isspace() or ch == ";":
-            i += 1
-        elif ch == "'":
-            j = sqltext._skip_quoted(text, i)
-            out.append((text[i + 1 : j - 1].replace("''", "'"), "string"))
-            i = j
-        elif ch in '"`[':
-            j = sqltext._skip_quoted(text, i)
-            out.append((text[i + 1 : j - 1].replace('""', '"'), "name"))
-            i = j
-        elif ch.isalnum() or ch in "_-":
-            j = i
-            while j < len(text) and (text[j].isalnum() or text[j] in "_-.:"):
-                j += 1
-            out.append((text[i:j], "word"))
-            i = j
-        else:
-            out.append((ch, "punct"))
-            i += 1
-    return out
+    """Words (names like before-migration or 10:00 included), quoted names and strings."""
+    return [(text, kind) for text, kind, _s, _e in sqltext.tokens(stmt, "_-.:") if text != ";"]
 
 
 def _name(tokens: list, at: int) -> str:

@@ -19,7 +19,7 @@ import apsw
 
 from .errors import BAD_ARGUMENT, ChronosError
 from .shadow import OP, SEQ, TIME, history_table
-from .sqltext import _skip_quoted, quote_ident
+from .sqltext import quote_ident, tokens
 
 UNITS = {
     "second": 1,
@@ -106,42 +106,18 @@ def as_of_clauses(sql: str) -> list[tuple[int, int, str, int, int]]:
     (start of the table name, end of the name, the moment's text, start of AS, end of clause).
     """
     out = []
-    tokens = _tokens(sql)
-    for i in range(len(tokens) - 3):
-        name, as_, of, moment = tokens[i : i + 4]
+    found = tokens(sql)
+    for i in range(len(found) - 3):
+        name, as_, of, moment = found[i : i + 4]
         if (
             as_[0].upper() == "AS"
+            and as_[1] == "word"
             and of[0].upper() == "OF"
-            and moment[0].startswith("'")
-            and name[0] not in (".", "(")
+            and of[1] == "word"
+            and moment[1] == "string"
+            and name[1] in ("word", "name")
         ):
-            out.append((name[1], name[2], moment[0][1:-1].replace("''", "'"), as_[1], moment[2]))
-    return out
-
-
-def _tokens(sql: str) -> list[tuple[str, int, int]]:
-    """Words, quoted names, string literals and single punctuation, with their spans."""
-    out: list[tuple[str, int, int]] = []
-    i = 0
-    while i < len(sql):
-        ch = sql[i]
-        if ch.isspace():
-            i += 1
-        elif ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
-            j = _skip_quoted(sql, i)
-            if not (sql.startswith("--", i) or sql.startswith("/*", i)):
-                text = sql[i:j] if ch == "'" else sql[i + 1 : j - 1].replace('""', '"')
-                out.append((text, i, j))
-            i = j
-        elif ch.isalnum() or ch == "_":
-            j = i
-            while j < len(sql) and (sql[j].isalnum() or sql[j] in "_$"):
-                j += 1
-            out.append((sql[i:j], i, j))
-            i = j
-        else:
-            out.append((ch, i, i + 1))
-            i += 1
+            out.append((name[2], name[3], moment[0], as_[2], moment[3]))
     return out
 
 

@@ -16,7 +16,7 @@ from . import errors, events, timetravel
 from .db import Database
 from .errors import ChronosError
 from .merge.changes import base_row, view_row
-from .restore import write_back
+from .restore import rewriting, write_back
 from .rows import format_id
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
 from .sqltext import quote_ident
@@ -52,12 +52,8 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
     tables = {n: (name, t) for name, (n, t) in db.tables_for(session.world).items()}
     done = Undone(parent)
     try:
-        with db.write(session.conn) as wconn:
-            if session.world is None:
-                wconn.execute("pragma defer_foreign_keys = on")
-                before = events.positions(wconn, db.tables())
-            else:
-                db.begin_world_write(wconn, "abort")
+        with rewriting(db, session, "undo merge", {"from": branch, "event": event}) as rewrite:
+            wconn = rewrite.conn
             todo = []
             for n, key_text, row_before, row_after in wconn.execute(
                 "select table_id, key, before, after from main._chronos_merge_rows where event = ?",
@@ -84,13 +80,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                 )
             for n, t, key, row in todo:
                 write_back(session, n, t, key, row, f"undoing the merge of {branch}")
-            done.rows = len(todo)
-            if session.world is not None and todo:
-                db.bump_version(wconn, session.world)
-            detail: dict[str, Any] = {"from": branch, "event": event}
-            if session.world is None:
-                detail["seqs"] = events.ranges(before, events.positions(wconn, db.tables()))
-            db.record(wconn, world_id, "undo merge", done.rows, detail)
+            done.rows = rewrite.written = len(todo)
     finally:
         db.end_call(session)
     return done
@@ -262,13 +252,7 @@ def _undo_on(
     session = db.session(branch)
     tables = {n: t for n, t in db.tables_for(session.world).values()}
     try:
-        with db.write(session.conn) as conn:
-            if session.world is None:
-                conn.execute("pragma defer_foreign_keys = on")
-                before = events.positions(conn, db.tables())
-            else:
-                db.begin_world_write(conn, "abort")
-            written = 0
+        with rewriting(db, session, "undo agent", {"agent": agent, "since": since}) as rewrite:
             for (n, key), (what, row) in targets.items():
                 t = tables.get(n)
                 if t is None:
@@ -277,14 +261,8 @@ def _undo_on(
                     done.named.append(f"{branch}:{t.name}/{format_id(t, list(key))}")
                 elif view_row(session, n, t, key) != row:
                     write_back(session, n, t, key, row, f"undoing {agent}'s changes")
-                    written += 1
-            detail: dict[str, Any] = {"agent": agent, "since": since}
-            if session.world is None:
-                detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
-            elif written:
-                db.bump_version(conn, session.world)
-            db.record(conn, session.world.id if session.world else 0, "undo agent", written, detail)
-            done.rows += written
-            done.branches.append(branch)
+                    rewrite.written += 1
+        done.rows += rewrite.written
+        done.branches.append(branch)
     finally:
         db.end_call(session)
