@@ -152,7 +152,7 @@ def checked_moment(db, text: str, when: float | None = None) -> float:
         raise ChronosError(
             f"'{text}' ({show_moment(when)}) is before the oldest moment kept, "
             f"{show_moment(oldest)}: history is kept for {show_span(kept)} "
-            f"(chronos <folder> config retention --value '30 days' keeps more)",
+            f"(chronos <folder> config retention '30 days' keeps more)",
             BAD_ARGUMENT,
         )
     return min(when, now)

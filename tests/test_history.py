@@ -450,3 +450,10 @@ def test_history_of_a_merged_branch_stays_readable(shop):
     shop.call("merge", branch="w")
     events = shop.call("history", branch="w").data["events"]
     assert [e["event"] for e in events] == ["merged", "write", "fork"]
+
+
+def test_config_through_the_cli(tmp_path):
+    folder = tmp_path / "shop"
+    run_cli("init", folder)
+    assert "30 days" in run_cli(folder, "config", "retention", "30 days").stdout
+    assert run_cli(folder, "config", "retention").stdout.startswith("retention: 30 days")

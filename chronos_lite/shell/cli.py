@@ -72,11 +72,18 @@ def _parse_value(spec: dict, text: str, name: str) -> Any:
     return text
 
 
+def _positionals(op: Operation) -> list[str]:
+    """Required parameters, in the schema's order; then any the schema names as positional
+    for the command line (``x-cli-positional``: ``config retention '7 days'``)."""
+    extra = [n for n in op.schema.get("x-cli-positional", []) if n not in op.required]
+    return op.required + extra
+
+
 def op_parser(op: Operation) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=f"chronos <folder> {_cli_name(op.name)}", description=op.description, add_help=False
     )
-    for name in op.required:
+    for name in _positionals(op):
         # Optional here so a missing one is reported by the registry, as on every front end.
         parser.add_argument(
             name, metavar=name.upper(), nargs="?", default=None, help=describe(op.properties[name])
@@ -108,7 +115,7 @@ def parse_operation_args(op: Operation, argv: Sequence[str]) -> tuple[dict[str, 
     args: dict[str, Any] = {}
     for name, spec in op.properties.items():
         option = getattr(ns, f"opt_{name}")
-        positional = getattr(ns, name, None) if name in op.required else None
+        positional = getattr(ns, name, None) if name in _positionals(op) else None
         if option is not None and positional is not None:
             raise ChronosError(f"'{name}' given twice: as an argument and as --{_cli_name(name)}")
         text = option if option is not None else positional
