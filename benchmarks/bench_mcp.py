@@ -69,6 +69,9 @@ import apsw
 
 import chronos_lite
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_worlds import revision  # noqa: E402  (a sibling script)
+
 WORK = Path(__file__).resolve().parent / "_work"
 CHRONOS = str(Path(sys.executable).with_name("chronos"))
 DB_FILE = "chronos.db"  # where chronos keeps a folder's database
@@ -608,22 +611,6 @@ def table(figs: list[Figure]) -> str:
         if k == 0:
             out.append("-" * len(out[0]))
     return "\n".join(out)
-
-
-def revision() -> str:
-    """The commit of the code measured, '+dirty' if chronos_lite/ has uncommitted changes."""
-    package = Path(chronos_lite.__file__).resolve().parent
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=package, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        dirty = git("status", "--porcelain", "--", ".")
-        return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def environment(quick: bool, sizes: Sizes) -> dict[str, Any]:
