@@ -21,10 +21,9 @@ from .catalog import TableInfo
 from .db import Database, Session, World
 from .errors import ChronosError
 from .merge.changes import view_row
-from .rows import format_id
+from .rows import format_id, write_row
 from .shadow import SEQ, TIME, WORLD, history_table, world_history_table
 from .sqltext import quote_ident
-from .worldsql import key_view
 
 
 @dataclass
@@ -111,7 +110,7 @@ def write_back(
 ) -> None:
     """Write a row back (None: delete it), with a clear refusal if a rule stops it."""
     try:
-        _write_back(session, n, t, key, row)
+        write_row(session, n, t, key, row)
     except apsw.ConstraintError as exc:
         described = errors.from_sqlite(exc)
         raise ChronosError(
@@ -120,35 +119,6 @@ def write_back(
             f"nothing was changed",
             described.code,
         ) from None
-
-
-def _write_back(session: Session, n: int, t: TableInfo, key: tuple, row: dict | None) -> None:
-    conn = session.conn
-    if session.world is None:
-        target = f"main.{quote_ident(t.name)}"
-        key_cols = ["rowid"] if t.key_kind == "rowid" else [quote_ident(c) for c in t.pk]
-    elif t.key_kind == "rowid":
-        target, key_cols = f"temp.{key_view(n)}", [quote_ident("_chronos_rowid")]
-    else:
-        target, key_cols = f"temp.{quote_ident(t.name)}", [quote_ident(c) for c in t.pk]
-    where = " AND ".join(f"{k} = ?" for k in key_cols)
-    if row is None:
-        conn.execute(f"delete from {target} where {where}", key)
-        return
-    values = {k: v for k, v in row.items() if k not in t.generated}
-    if conn.execute(f"select 1 from {target} where {where}", key).fetchone():
-        # an UPDATE, not a delete and an insert: ON DELETE CASCADE and an app's delete
-        # triggers must not see the row go
-        sets = ", ".join(f"{quote_ident(k)} = ?" for k in values)
-        conn.execute(f"update {target} set {sets} where {where}", [*values.values(), *key])
-        return
-    cols = [quote_ident(k) for k in values]
-    args = list(values.values())
-    if t.key_kind == "rowid":  # the row comes back under its own hidden key
-        cols.append(key_cols[0])
-        args.append(key[0])
-    marks = ", ".join("?" for _ in cols)
-    conn.execute(f"insert into {target}({', '.join(cols)}) values ({marks})", args)
 
 
 # --- checkpoints -----------------------------------------------------------------------------

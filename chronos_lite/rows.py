@@ -80,6 +80,42 @@ def _key_condition(t: TableInfo, rowid_col: str) -> str:
     return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
 
 
+def write_row(
+    session: Session,
+    n: int,
+    t: TableInfo,
+    key: tuple,
+    row: dict | None,
+    fresh_rowid: bool = False,
+) -> tuple | None:
+    """Make the branch's row at ``key`` be ``row`` (None: no row), in the caller's transaction:
+    an UPDATE where the row is there (ON DELETE CASCADE and delete triggers must not see it go),
+    else an INSERT under its key. ``fresh_rowid``: a new row of a table without a primary key
+    takes a rowid of its own (the one it had may name an unrelated row here). Returns the row's
+    key on the branch (None: a fresh rowid on a world, not known)."""
+    conn = session.conn
+    source, rowid_col = _source(session, n, t)
+    where = _key_condition(t, rowid_col)
+    if row is None:
+        conn.execute(f"delete from {source} where {where}", key)
+        return key
+    values = {k: v for k, v in row.items() if k not in t.generated}
+    if not fresh_rowid and conn.execute(f"select 1 from {source} where {where}", key).fetchone():
+        sets = ", ".join(f"{quote_ident(k)} = ?" for k in values)
+        conn.execute(f"update {source} set {sets} where {where}", [*values.values(), *key])
+        return key
+    cols = [quote_ident(k) for k in values]
+    args = list(values.values())
+    if t.key_kind == "rowid" and not fresh_rowid:  # the row keeps its hidden key
+        cols.append(rowid_col)
+        args.append(key[0])
+    marks = ", ".join("?" for _ in cols)
+    conn.execute(f"insert into {source}({', '.join(cols)}) values ({marks})", args)
+    if fresh_rowid:
+        return (conn.last_insert_rowid(),) if session.world is None else None
+    return key
+
+
 def get(
     db: Database, branch: str | None, table: str, id_text: str
 ) -> tuple[TableInfo, dict | None]:

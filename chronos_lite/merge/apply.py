@@ -20,12 +20,12 @@ import apsw
 from .. import errors, events
 from ..db import Database, Session, World
 from ..errors import ChronosError
-from ..rows import parse_id
+from ..rows import parse_id, write_row
 from ..shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..sqltext import quote_ident
 from ..worldschema import Step, apply_steps, steps
 from ..worldschema import conflict_error as schema_conflict_error
-from ..worldsql import CTX, key_view, remember_entry
+from ..worldsql import CTX, remember_entry
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 
@@ -386,13 +386,14 @@ def _apply(db: Database, p: Plan) -> list[tuple]:
         db.begin_world_write(conn, "abort")
     for o in p.writes:
         try:
-            key = _write(p.parent, o.change, o.result)
-            before = (
-                o.change.theirs if o.change.t.key_kind != "rowid" or key == o.change.key else None
-            )
-            undo.append((o.change.n, key, before, o.result))
-        except apsw.ConstraintError as exc:
             c = o.change
+            # a row new to a table without a primary key takes a rowid of its own
+            key = write_row(
+                p.parent, c.n, c.t, c.key, o.result, c.t.key_kind == "rowid" and c.base is None
+            )
+            before = c.theirs if c.t.key_kind != "rowid" or key == c.key else None
+            undo.append((c.n, key, before, o.result))
+        except apsw.ConstraintError as exc:
             described = errors.from_sqlite(exc)
             raise ChronosError(
                 f"merging {p.world.name} into {p.parent_name} would break a rule: "
@@ -441,48 +442,6 @@ def _blob(value: object) -> object:
     if isinstance(value, bytes):
         return {"$blob": value.hex()}
     raise TypeError(f"can't keep {type(value).__name__} for undo")
-
-
-def _target(session: Session, c: Change) -> tuple[str, list[str]]:
-    """Where to write a change on the parent, and its key columns there."""
-    t = c.t
-    if session.world is None:
-        return f"main.{quote_ident(t.name)}", (
-            ["rowid"] if t.key_kind == "rowid" else [quote_ident(k) for k in t.pk]
-        )
-    if t.key_kind == "rowid":
-        return f"temp.{key_view(c.n)}", [quote_ident("_chronos_rowid")]
-    return f"temp.{quote_ident(t.name)}", [quote_ident(k) for k in t.pk]
-
-
-def _write(session: Session, c: Change, result: dict | None) -> tuple | None:
-    conn = session.conn
-    target, key_cols = _target(session, c)
-    where = " AND ".join(f"{k} = ?" for k in key_cols)
-    if result is None:
-        conn.execute(f"delete from {target} where {where}", c.key)
-        return c.key
-    row = {k: v for k, v in result.items() if k not in c.t.generated}
-    # A row new to a table without a primary key gets a fresh hidden rowid in the parent:
-    # the world's may name an unrelated row there since.
-    hidden_new = c.t.key_kind == "rowid" and c.base is None
-    exists = (
-        not hidden_new and conn.execute(f"select 1 from {target} where {where}", c.key).fetchone()
-    )
-    if exists:
-        sets = ", ".join(f"{quote_ident(k)} = ?" for k in row)
-        conn.execute(f"update {target} set {sets} where {where}", [*row.values(), *c.key])
-        return c.key
-    cols = [quote_ident(k) for k in row]
-    values = list(row.values())
-    if c.t.key_kind == "rowid" and not hidden_new:  # the row the world changed keeps its rowid
-        cols.append(key_cols[0])
-        values.append(c.key[0])
-    marks = ", ".join("?" for _ in cols)
-    conn.execute(f"insert into {target}({', '.join(cols)}) values ({marks})", values)
-    if hidden_new and session.world is None:  # the new row's rowid in main
-        return (conn.last_insert_rowid(),)
-    return c.key if not hidden_new else None
 
 
 def _remember_merged(db: Database, p: Plan) -> None:
