@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from .shadow import SEQ, TIME, history_table
+from .timetravel import show_moment
 
 APP = "app"  # who wrote main directly (through SQLite itself, not chronos)
 
@@ -112,3 +113,51 @@ def _app_writes(conn: apsw.Connection, tables: dict, limit: int) -> list[dict[st
             group["rows"] += 1
             group["time"] = max(group["time"], when)
     return list(groups.values())
+
+
+# --- showing them (the history tool and SHOW HISTORY) -----------------------------------------
+
+COLUMNS = ["at", "event", "by", "rows", "detail"]
+
+
+def branch_id(db: Any, branch: str) -> int:
+    """The world whose events ``branch`` names (0: main); a branch merged or discarded too
+    (its latest of that name): its history stays readable."""
+    if branch == "main":
+        return 0
+    row = db.main.conn.execute(
+        "select id from _chronos_worlds where name = ? order by state = 'open' desc, id desc "
+        "limit 1",
+        (branch,),
+    ).fetchone()
+    if row is None:
+        return db.world(branch).id  # the usual 'no branch' refusal, naming the branches
+    return row[0]
+
+
+def table_rows(found: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[show_moment(e["time"]), e["event"], e["by"], e["rows"], describe(e)] for e in found]
+
+
+def describe(e: dict[str, Any]) -> str:
+    """An event's detail in words."""
+    d = e["detail"]
+    part = " (part of it)" if d.get("partial") else ""
+    if e["event"] in ("write", "schema"):
+        if d.get("directly"):
+            return f"{d['table']}: written directly, not through chronos"
+        return d.get("sql") or d.get("put") and f"put {d['put']}" or f"delete {d.get('delete')}"
+    words = {
+        "fork": lambda: f"forked from {d.get('from')}",
+        "forked": lambda: f"forked {d.get('branch')}",
+        "merge": lambda: f"merged {d.get('from')}{part}",
+        "merged": lambda: f"merged into {d.get('into')}{part}",
+        "discarded": lambda: f"discarded {d.get('branch')}",
+        "rebase": lambda: f"rebased onto {d.get('onto')}",
+        "restore": lambda: f"restored to {d.get('to')}",
+        "rollback": lambda: f"rolled back to checkpoint {d.get('asked')} ({d.get('to')})",
+        "checkpoint": lambda: f"checkpoint {d.get('name')}",
+        "undo merge": lambda: f"undid the merge of {d.get('from')}",
+        "undo agent": lambda: f"undid {d.get('agent')}'s changes since {d.get('since')}",
+    }
+    return words.get(e["event"], lambda: json.dumps(d))()

@@ -416,46 +416,11 @@ def _restored(done: restore.Restored, to: str) -> Reply:
 )
 def history_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = args["branch"]
-    try:
-        ident = db.resolve(branch).id if branch != "main" else 0
-    except ChronosError:  # a branch merged or discarded: its history stays readable
-        row = db.main.conn.execute(
-            "select id from _chronos_worlds where name = ? order by id desc limit 1", (branch,)
-        ).fetchone()
-        if row is None:
-            raise
-        ident = row[0]
-    found = events.listing(db.main.conn, ident, db.tables(), args.get("limit", 30))
-    table = [
-        [timetravel.show_moment(e["time"]), e["event"], e["by"], e["rows"], _event_text(e)]
-        for e in found
-    ]
-    text = render.table(["at", "event", "by", "rows", "detail"], table)
+    found = events.listing(
+        db.main.conn, events.branch_id(db, branch), db.tables(), args.get("limit", 30)
+    )
+    text = render.table(events.COLUMNS, events.table_rows(found))
     return Reply(text, {"branch": branch, "events": found})
-
-
-def _event_text(e: dict) -> str:
-    d = e["detail"]
-    if e["event"] in ("write", "schema"):
-        if d.get("directly"):
-            return f"{d['table']}: written directly, not through chronos"
-        return d.get("sql") or d.get("put") and f"put {d['put']}" or f"delete {d.get('delete')}"
-    words = {
-        "fork": lambda: f"forked from {d.get('from')}",
-        "forked": lambda: f"forked {d.get('branch')}",
-        "merge": lambda: f"merged {d.get('from')}" + (" (part of it)" if d.get("partial") else ""),
-        "merged": lambda: (
-            f"merged into {d.get('into')}" + (" (part of it)" if d.get("partial") else "")
-        ),
-        "discarded": lambda: f"discarded {d.get('branch')}",
-        "rebase": lambda: f"rebased onto {d.get('onto')}",
-        "restore": lambda: f"restored to {d.get('to')}",
-        "rollback": lambda: f"rolled back to checkpoint {d.get('asked')} ({d.get('to')})",
-        "checkpoint": lambda: f"checkpoint {d.get('name')}",
-        "undo merge": lambda: f"undid the merge of {d.get('from')}",
-        "undo agent": lambda: f"undid {d.get('agent')}'s changes since {d.get('since')}",
-    }
-    return words.get(e["event"], lambda: json.dumps(d))()
 
 
 @operation(

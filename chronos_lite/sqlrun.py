@@ -88,20 +88,9 @@ def _chronos_statement(db: Database, branch: str | None, statements: list[str]) 
     op, args = chronos_sql.parse(stmt)
     caller = Caller(name=db.caller_name, run=db.caller_run)
     reply = REGISTRY.call(db, op, args, caller)
-    if op == "history":
-        columns = ["at", "event", "by", "run", "rows", "detail"]
-        rows = [
-            (
-                timetravel.show_moment(e["time"]),
-                e["event"],
-                e["by"],
-                e["run"],
-                e["rows"],
-                json.dumps(e["detail"], default=str),
-            )
-            for e in reply.data["events"]
-        ]
-        return SqlOutcome(branch or "main", [StatementResult(stmt, columns, rows)])
+    if op == "history":  # the history tool's table, as the statement's result
+        rows = [tuple(r) for r in events.table_rows(reply.data["events"])]
+        return SqlOutcome(branch or "main", [StatementResult(stmt, events.COLUMNS, rows)])
     return SqlOutcome(branch or "main", [StatementResult(stmt, tag=reply.text)])
 
 

@@ -63,8 +63,7 @@ def register(db: Database, conn: apsw.Connection) -> None:
     chronos_conflicts.column_access = apsw.ext.VTColumnAccess.By_Index
 
     def chronos_history(branch: str) -> Iterator[tuple]:
-        world = db.resolve(branch)
-        for e in events.listing(db.main.conn, world.id if world else 0, db.tables(), 1000):
+        for e in events.listing(db.main.conn, events.branch_id(db, branch), db.tables(), 1000):
             detail = json.dumps(e["detail"], ensure_ascii=False, default=str)
             yield (e["time"], e["event"], e["by"], e["run"], e["rows"], detail)
 
