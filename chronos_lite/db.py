@@ -60,6 +60,8 @@ class Session:
     temp_version: int = 0
     own_temp: set[str] = field(default_factory=set)
     kept: list[str] = field(default_factory=list)  # AS OF views kept between calls, oldest first
+    # AS OF statements rewritten to name kept views: (text, schema, world) -> (sql, valid until)
+    rewrites: dict[tuple, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def branch(self) -> str:
@@ -655,9 +657,6 @@ class Database:
         session.own_temp.add(name)
         session.kept.append(name)
         while len(session.kept) > most:
-            from .sqlrun import _REWRITES  # statements that name the view it drops
-
-            _REWRITES.clear()
             old = session.kept.pop(0)
             session.own_temp.discard(old)
             session.conn.execute(f"drop view if exists temp.{quote_ident(old)}")

@@ -314,28 +314,23 @@ def _as_of(db: Database, session: Session, stmt: str) -> str:
     if not clauses:
         return stmt
     world = session.world if session.world is not None and session.world.id else None
-    key = (
-        id(session.conn),
-        stmt,
-        db.schema_version(),
-        (world.id, world.fork_seq) if world else 0,
-    )
-    hit = _REWRITES.get(key)
+    key = (stmt, db.schema_version(), (world.id, world.fork_seq) if world else 0)
+    hit = session.rewrites.get(key)
     if hit is not None and time.time() < hit[1] and _views_there(session, hit[0]):
         return hit[0]
     rewritten = _rewrite_as_of(db, session, stmt, clauses, world)
     moments = [timetravel.parse_moment(c[2]) for c in clauses]
     if all(m < time.time() - 1 for m in moments):  # a past that can't change: remembered
-        if len(_REWRITES) > 1024:
-            _REWRITES.clear()
+        if len(session.rewrites) > 1024:
+            session.rewrites.clear()
         kept = timetravel.retention(db.main.conn)
-        _REWRITES[key] = (rewritten, min(moments) + kept)  # until it leaves the window
+        session.rewrites[key] = (rewritten, min(moments) + kept)  # until it leaves the window
     return rewritten
 
 
 def _views_there(session: Session, rewritten: str) -> bool:
-    """The kept views a remembered rewrite names are still there (a world's views are rebuilt
-    when its schema moves)."""
+    """The kept views a remembered rewrite names are still there (at most 32 are kept, and a
+    world's views are rebuilt when its schema moves)."""
     names = re.findall(r'temp\."(_chronos_asof_[^"]+)"', rewritten)
     if not names:
         return True
@@ -344,10 +339,6 @@ def _views_there(session: Session, rewritten: str) -> bool:
         f"select count(*) from temp.sqlite_schema where name in ({marks})", names
     ).fetchone()[0]
     return found == len(set(names))
-
-
-# Rewritten AS OF statements (their views are kept: db.keep_view clears this when it drops one)
-_REWRITES: dict[tuple, tuple[str, float]] = {}
 
 
 def _rewrite_as_of(db: Database, session: Session, stmt: str, clauses: list, world: Any) -> str:
