@@ -476,7 +476,7 @@ class Database:
             conn.execute(
                 f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)
             )
-            if self._has_table(conn, world_history_table(n)):  # (not for tables dropped before)
+            if self.has_table(conn, world_history_table(n)):  # (not for tables dropped before)
                 conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
         conn.execute(
             "update _chronos_worlds set state = ?, ended = ? where id = ?",
@@ -484,7 +484,7 @@ class Database:
         )
 
     @staticmethod
-    def _has_table(conn: apsw.Connection, name: str) -> bool:
+    def has_table(conn: apsw.Connection, name: str) -> bool:
         return bool(
             conn.execute("select 1 from main.sqlite_schema where name = ?", (name,)).fetchone()
         )

@@ -19,6 +19,7 @@ CONFLICT = "40001"
 SQL_ERROR = "42000"
 IN_USE = "55006"
 
+TOO_BIG = "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
 OWN_TABLES = (
     "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations "
     "(fork, discard, set_meta, ...)"

@@ -29,7 +29,7 @@ def prune(db: Database, now: float | None = None) -> int:
             kept_for_worlds[n] = min(kept_for_worlds.get(n, seq), seq)
     deleted = 0
     for (n,) in conn.execute("select id from _chronos_tables").fetchall():
-        if db._has_table(conn, history_table(n)):
+        if db.has_table(conn, history_table(n)):
             floor = kept_for_worlds.get(n)
             deleted += _batches(
                 db,
@@ -40,7 +40,7 @@ def prune(db: Database, now: float | None = None) -> int:
                 + f" order by {SEQ} limit {BATCH})",
                 cutoff,
             )
-        if db._has_table(conn, world_history_table(n)):
+        if db.has_table(conn, world_history_table(n)):
             deleted += _batches(
                 db,
                 f"delete from {world_history_table(n)} where rowid in (select rowid from "

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 
 from . import rights
-from .errors import BAD_ARGUMENT, ChronosError
+from .errors import BAD_ARGUMENT, TOO_BIG, ChronosError
 
 _HERE = Path(__file__).resolve().parent
 SCHEMA_DIRS = (_HERE.parent / "schemas", _HERE / "schemas")
@@ -211,14 +211,12 @@ class Registry:
         caller = caller or Caller()
         valid = op.validate(args if args is not None else {})
         rights.check(db, op, args or {}, caller)  # as given: no branch is not branch="main"
-        before = (getattr(db, "caller_name", None), getattr(db, "caller_run", None))
+        before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         try:
             return op.handler(db, valid, caller)
         except OverflowError:  # a number SQLite can't hold, found as it was bound
-            raise ChronosError(
-                "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
-            ) from None
+            raise ChronosError(TOO_BIG) from None
         finally:
             db.caller_name, db.caller_run = before
 

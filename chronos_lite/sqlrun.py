@@ -216,7 +216,6 @@ def _statement(
 
 # (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger
 # dropped by hand is put back by the next schema sync.)
-TOO_BIG = "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
 _WRITES = {
     apsw.SQLITE_INSERT,
     apsw.SQLITE_UPDATE,
@@ -301,7 +300,7 @@ def _execute(
             ) from None
         raise ChronosError(errors.OWN_TABLES, errors.REFUSED) from None
     except OverflowError:
-        raise ChronosError(TOO_BIG, errors.BAD_ARGUMENT) from None
+        raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
     finally:
         _running.discard(id(conn))
     return rows, (description[0] if description else ())
@@ -467,7 +466,7 @@ def _explain(
         message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
         code = errors.BAD_ARGUMENT
     elif isinstance(exc, OverflowError):
-        message, code = TOO_BIG, errors.BAD_ARGUMENT
+        message, code = errors.TOO_BIG, errors.BAD_ARGUMENT
     elif isinstance(exc, apsw.BindingsError):
         message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
         code = errors.BAD_ARGUMENT
