@@ -53,7 +53,7 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
     outcome = sqlrun.run(
-        db, _branch(args), args["sql"], args.get("params"), max_rows=caller.max_rows
+        db, _branch(args), args["sql"], args.get("params"), caller.max_rows, caller
     )
     parts, data = [], []
     for result in outcome.results:
@@ -194,7 +194,7 @@ def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
                 json.dumps(w.meta, ensure_ascii=False) if w.meta else None,
             ]
         )
-    return Reply(render.table(columns, table_rows), {"branches": data})
+    return Reply(render.table(columns, table_rows), {"branches": data}, (columns, table_rows))
 
 
 @operation(
@@ -419,8 +419,9 @@ def history_op(db: Database, args: dict, caller: Caller) -> Reply:
     found = events.listing(
         db.main.conn, events.branch_id(db, branch), db.tables(), args.get("limit", 30)
     )
-    text = render.table(events.COLUMNS, events.table_rows(found))
-    return Reply(text, {"branch": branch, "events": found})
+    rows = events.table_rows(found)
+    text = render.table(events.COLUMNS, rows)
+    return Reply(text, {"branch": branch, "events": found}, (events.COLUMNS, rows))
 
 
 @operation(

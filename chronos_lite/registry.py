@@ -44,6 +44,7 @@ class Reply:
 
     text: str
     data: Any = None
+    table: tuple[list[str], list] | None = None  # (columns, rows) when the text is a table
 
 
 Handler = Callable[[Any, dict[str, Any], Caller], Reply]

@@ -99,14 +99,8 @@ def _check_sql(db: Any, args: dict, caller: Caller) -> None:
     for stmt in statements:
         words = sqltext.keywords(stmt, 2) or [""]
         if statements_sql.is_chronos(stmt):
-            if words[0] == "SHOW":
-                continue  # SHOW HISTORY reads
-            raise ChronosError(
-                f"safe mode: agents can't restore, roll back, checkpoint or undo in SQL "
-                f"({' '.join(words)}); use the tools on a branch you forked (a person restores "
-                f"and undoes merges)",
-                REFUSED,
-            )
+            _check_statement(stmt, words)
+            continue
         if words[0] == "PRAGMA" and _reads(stmt):
             continue
         if words[0] in SETTINGS:
@@ -118,6 +112,22 @@ def _check_sql(db: Any, args: dict, caller: Caller) -> None:
         writes = writes or (sqltext.may_write(stmt) and not _misspelt(db, stmt))
     if writes:
         _need_own(db, args.get("branch"), caller)
+
+
+def _check_statement(stmt: str, words: list[str]) -> None:
+    """Chronos statements that only read (SHOW WORLDS, DIFF, MERGE ... DRY RUN, SHOW HISTORY)
+    run in safe mode; the rest change worlds, which the tools do on an agent's own branches."""
+    from .registry import REGISTRY  # the registry imports this module
+
+    op, _args = statements_sql.parse(stmt)  # a malformed one: the error shows its form
+    if op in REGISTRY and REGISTRY.get(op).read_only:
+        return
+    raise ChronosError(
+        f"safe mode: agents can't fork, merge, restore, drop or switch worlds in SQL "
+        f"({' '.join(words)}); use the fork tool to fork and the tools on a branch you forked "
+        f"(a person merges, restores and undoes merges)",
+        REFUSED,
+    )
 
 
 def _reads(stmt: str) -> bool:

@@ -61,13 +61,15 @@ def run(
     sql: str,
     params: list[Any] | None = None,
     max_rows: int | None = None,
+    caller: Caller | None = None,
 ) -> SqlOutcome:
-    """Run a call's statements; ``max_rows``: read at most that many rows of each result."""
+    """Run a call's statements; ``max_rows``: read at most that many rows of each result;
+    ``caller``: who runs a chronos statement among them."""
     statements = sqltext.split_statements(sql)
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
     if any(chronos_sql.is_chronos(s) for s in statements):
-        return _chronos_statement(db, branch, statements)
+        return _chronos_statement(db, branch, statements, caller)
     session = db.session(branch)
     try:
         return _run(db, session, statements, bindings(params), max_rows)
@@ -75,8 +77,10 @@ def run(
         db.end_call(session)
 
 
-def _chronos_statement(db: Database, branch: str | None, statements: list[str]) -> SqlOutcome:
-    """SHOW HISTORY, RESTORE WORLD, ...: the registry's operation, as a statement's result."""
+def _chronos_statement(
+    db: Database, branch: str | None, statements: list[str], caller: Caller | None
+) -> SqlOutcome:
+    """FORK WORLD, SHOW HISTORY, ...: the registry's operation, as a statement's result."""
     if len(statements) > 1:
         first = next(s for s in statements if chronos_sql.is_chronos(s))
         raise ChronosError(
@@ -85,13 +89,21 @@ def _chronos_statement(db: Database, branch: str | None, statements: list[str]) 
             errors.BAD_ARGUMENT,
         )
     stmt = statements[0]
-    op, args = chronos_sql.parse(stmt)
-    caller = Caller(name=db.caller_name, run=db.caller_run)
+    op, args = chronos_sql.parse(stmt, branch)
+    if op == chronos_sql.USE:
+        raise ChronosError(
+            "USE WORLD switches the shell's branch; elsewhere name the branch with the call "
+            f'(branch="{args["branch"]}", or -b {args["branch"]} on the command line)',
+            errors.BAD_ARGUMENT,
+        )
+    caller = caller or Caller(name=db.caller_name, run=db.caller_run)
     reply = REGISTRY.call(db, op, args, caller)
-    if op == "history":  # the history tool's table, as the statement's result
-        rows = [tuple(r) for r in events.table_rows(reply.data["events"])]
-        return SqlOutcome(branch or "main", [StatementResult(stmt, events.COLUMNS, rows)])
-    return SqlOutcome(branch or "main", [StatementResult(stmt, tag=reply.text)])
+    result = (
+        StatementResult(stmt, reply.table[0], [tuple(r) for r in reply.table[1]])
+        if reply.table
+        else StatementResult(stmt, tag=reply.text)
+    )
+    return SqlOutcome(branch or "main", [result])
 
 
 def _run(

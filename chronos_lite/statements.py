@@ -1,90 +1,345 @@
-"""Chronos' own SQL statements for history, run through the registry like the tools:
+"""Chronos' own SQL statements: one small parser for the shell, the ``sql`` tool and the CLI.
 
-    SHOW HISTORY [OF] <branch> [LIMIT n]
-    RESTORE WORLD <branch> TO '<moment>'
-    CHECKPOINT WORLD <branch> <name>
-    ROLLBACK WORLD <branch> TO <checkpoint>
-    UNDO MERGE <branch> [SKIP CHANGED]
-    UNDO AGENT <name> SINCE '<moment>' [WHERE run_id = '<run>']
+Each statement names the registry operation it runs; the parser only turns its words into that
+operation's arguments (the registry validates and runs them, as for every front end). The
+grammar below is also what an error shows and what docs/sql.md lists:
 
-Each is a call of its own (it runs its own transaction). Names may be quoted like SQL names,
-moments are SQL strings.
+* ``WORD`` a keyword (``TO|AT``: either), ``<what:arg>`` a name (``name@when`` where a moment
+  can be read), ``'<what:arg>'`` an SQL string, ``<what:arg:int>`` a number, ``ours|theirs`` one
+  of those words, ``(<meta>)`` a list ``(key = value, ...)``.
+* ``[...]`` is optional; the optional clauses that end a form may come in any order.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from . import sqltext
 from .errors import BAD_ARGUMENT, ChronosError
 
-FIRST = {"SHOW", "RESTORE", "CHECKPOINT", "ROLLBACK", "UNDO"}
-FORMS = {
-    "SHOW": "SHOW HISTORY [OF] <branch> [LIMIT n]",
-    "RESTORE": "RESTORE WORLD <branch> TO '<moment>'",
-    "CHECKPOINT": "CHECKPOINT WORLD <branch> <name>",
-    "ROLLBACK": "ROLLBACK WORLD <branch> TO <checkpoint>",
-    "UNDO": "UNDO MERGE <branch> [SKIP CHANGED] or UNDO AGENT <name> SINCE '<moment>' "
-    "[WHERE run_id = '<run>']",
-}
+GRAMMAR: tuple[tuple[str, str], ...] = (
+    ("fork", "FORK WORLD <name> [FROM <branch:from>] [WITH (<meta>)]"),
+    (
+        "merge",
+        "MERGE WORLD <branch> [INTO <world:into>] [AT VERSION <n:version:int>] [DRY RUN] "
+        "[RESOLVE ours|theirs] [BY COLUMNS]",
+    ),
+    ("discard", "DISCARD WORLD <branch> [CASCADE]"),
+    ("branches", "SHOW WORLDS"),
+    ("history", "SHOW HISTORY [OF] [<branch>] [LIMIT <n:limit:int>]"),
+    ("diff", "DIFF [<branch>] [TO <other:to>] [AS SQL]"),
+    (
+        "rebase",
+        "REBASE WORLD <branch> [AT VERSION <n:version:int>] [RESOLVE ours|theirs] [BY COLUMNS]",
+    ),
+    ("checkpoint", "CHECKPOINT WORLD <branch> [AS] <checkpoint:name>"),
+    ("rollback", "ROLLBACK WORLD <branch> TO <checkpoint>"),
+    ("restore", "RESTORE WORLD <branch> TO|AT '<moment:at>'"),
+    ("undo_merge", "UNDO MERGE <branch> [SKIP CHANGED]"),
+    ("undo_agent", "UNDO AGENT <name:agent> SINCE '<moment:since>' [WHERE run_id = '<run>']"),
+    ("use", "USE WORLD <branch>"),
+)
+# MERGE ... DRY RUN is the merge's preview; USE WORLD is the shell's (it switches branch).
+OPERATION_FOR_FLAG = {("merge", "dry_run"): "merge_preview"}
+USE = "use"
+
+
+@dataclass
+class Item:
+    kind: str  # word | slot | string | int | choice | meta
+    words: tuple[str, ...] = ()  # a keyword's spellings, or a choice's values
+    arg: str = ""
+    shown: str = ""
+
+
+@dataclass
+class Group:
+    items: list[Item]
+    optional: bool = False
+
+    @property
+    def text(self) -> str:
+        inner = " ".join(i.shown for i in self.items)
+        return f"[{inner}]" if self.optional else inner
+
+
+@dataclass
+class Form:
+    op: str
+    text: str
+    head: list[Group] = field(default_factory=list)  # in order
+    clauses: list[Group] = field(default_factory=list)  # trailing optional: any order
+
+    @property
+    def lead(self) -> tuple[str, ...]:
+        """The keywords it starts with (at most two): what tells it from its neighbours."""
+        words: list[str] = []
+        for group in self.head[:2]:
+            if group.optional or group.items[0].kind != "word":
+                break
+            words.append(group.items[0].words[0])
+        return tuple(words)
+
+
+_SLOT = re.compile(r"^(')?<([a-z_]+)(?::([a-z_]+))?(?::(int))?>(')?$")
+
+
+def _item(token: str) -> Item:
+    if token == "(<meta>)":
+        return Item("meta", arg="meta", shown="(key = value, ...)")
+    slot = _SLOT.match(token)
+    if slot:
+        quoted, what, arg, num = slot.group(1), slot.group(2), slot.group(3), slot.group(4)
+        kind = "string" if quoted else "int" if num else "slot"
+        shown = f"'<{what}>'" if quoted else f"<{what}>"
+        return Item(kind, arg=arg or what, shown=shown)
+    if token.isupper() or not token.isalpha() and token.replace("|", "").isupper():
+        return Item("word", tuple(token.split("|")), shown=token.split("|")[0])
+    if "|" in token:
+        return Item("choice", tuple(token.split("|")), shown=token)
+    return Item("word", (token,), shown=token)  # run_id, =: written as they are
+
+
+def _form(op: str, text: str) -> Form:
+    groups: list[Group] = []
+    for part in re.findall(r"\[[^\]]*\]|[^\s\[]+", text):
+        if part.startswith("["):
+            groups.append(Group([_item(t) for t in part[1:-1].split()], optional=True))
+        else:
+            groups.append(Group([_item(part)]))
+    trailing = len(groups)
+    while (
+        trailing and groups[trailing - 1].optional and groups[trailing - 1].items[0].kind == "word"
+    ):
+        trailing -= 1
+    clauses = groups[trailing:]
+    for clause in clauses:  # a choice clause (RESOLVE ours|theirs) sets its keyword's arg
+        for item in clause.items:
+            if item.kind == "choice":
+                item.arg = clause.items[0].words[0].lower()
+    shown = " ".join(g.text for g in groups)
+    return Form(op, shown, groups[:trailing], clauses)
+
+
+FORMS = [_form(op, text) for op, text in GRAMMAR]
+FIRST_WORDS = {f.head[0].items[0].words[0] for f in FORMS}
 
 
 def is_chronos(stmt: str) -> bool:
+    """Whether a statement is one of chronos' (its first word is one of theirs; ROLLBACK only
+    as ROLLBACK WORLD, a transaction's ROLLBACK stays SQLite's)."""
     words = sqltext.keywords(stmt, 2)
-    if not words or words[0] not in FIRST:
+    if not words or words[0] not in FIRST_WORDS:
         return False
-    if words[0] == "ROLLBACK":  # a transaction's ROLLBACK stays SQLite's
+    if words[0] == "ROLLBACK":
         return words[1:2] == ["WORLD"]
     return True
 
 
-def parse(stmt: str) -> tuple[str, dict[str, Any]]:
-    """The registry operation a statement runs, and its arguments."""
+def forms_for(first: str) -> list[Form]:
+    return [f for f in FORMS if f.head[0].items[0].words[0] == first]
+
+
+@cache
+def _grammar_words(first: str) -> frozenset[str]:
+    return frozenset(
+        w
+        for f in forms_for(first)
+        for g in f.head + f.clauses
+        for i in g.items
+        if i.kind == "word"
+        for w in i.words
+    )
+
+
+def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The registry operation a statement runs, and its arguments. ``branch``: the session's
+    branch, what a statement leaving its branch out (DIFF, SHOW HISTORY) is about."""
     tokens = _tokens(stmt)
-    upper = [t.upper() if kind == "word" else None for t, kind in tokens]
-    first = upper[0]
+    first = tokens[0][0].upper() if tokens else ""
+    candidates = forms_for(first)
+    if not candidates:
+        raise ChronosError(f"not a chronos statement: {stmt.strip()[:40]}", BAD_ARGUMENT)
+    second = tokens[1][0].upper() if len(tokens) > 1 and tokens[1][1] == "word" else ""
+    chosen = [f for f in candidates if len(f.lead) < 2 or f.lead[1] == second]
+    if not chosen:
+        shown = " ".join(t for t, _ in tokens[:2])
+        listing = "; ".join(f.text for f in candidates)
+        raise ChronosError(f"unknown statement {shown}: chronos has {listing}", BAD_ARGUMENT)
+    form = chosen[0]
     try:
-        if first == "SHOW" and upper[1] == "HISTORY":
-            at = 3 if upper[2:3] == ["OF"] else 2
-            args: dict[str, Any] = {"branch": _name(tokens, at)}
-            if upper[at + 1 : at + 2] == ["LIMIT"]:
-                args["limit"] = int(tokens[at + 2][0])
-            return "history", args
-        if first == "RESTORE" and upper[1] == "WORLD" and upper[3] in ("TO", "AT"):
-            return "restore", {"branch": _name(tokens, 2), "at": _string(tokens, 4)}
-        if first == "CHECKPOINT" and upper[1] == "WORLD":
-            return "checkpoint", {"branch": _name(tokens, 2), "name": _name(tokens, 3)}
-        if first == "ROLLBACK" and upper[1] == "WORLD" and upper[3] == "TO":
-            return "rollback", {"branch": _name(tokens, 2), "checkpoint": _name(tokens, 4)}
-        if first == "UNDO" and upper[1] == "MERGE":
-            skip = upper[3:5] == ["SKIP", "CHANGED"]
-            return "undo_merge", {"branch": _name(tokens, 2), "skip_changed": skip}
-        if first == "UNDO" and upper[1] == "AGENT" and upper[3] == "SINCE":
-            args = {"agent": _name(tokens, 2), "since": _string(tokens, 4)}
-            if upper[5:6] == ["WHERE"]:
-                if [t for t, _ in tokens[6:8]] != ["run_id", "="]:
-                    raise IndexError
-                args["run"] = _string(tokens, 8)
-            return "undo_agent", args
-    except (IndexError, ValueError, TypeError):
-        pass
-    raise ChronosError(f"can't read this statement; its form: {FORMS[first]}", BAD_ARGUMENT)
+        return _Reader(form, tokens, branch).read()
+    except _Unexpected as exc:
+        raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
+
+
+class _Unexpected(Exception):
+    pass
 
 
 def _tokens(stmt: str) -> list[tuple[str, str]]:
-    """Words (names like before-migration or 10:00 included), quoted names and strings."""
-    return [(text, kind) for text, kind, _s, _e in sqltext.tokens(stmt, "_-.:") if text != ";"]
+    """Words (names like before-migration, 10:00 or main@yesterday included), quoted names,
+    strings and punctuation; the trailing ``;`` left out."""
+    out = [(text, kind) for text, kind, _s, _e in sqltext.tokens(stmt, "_-.:@$")]
+    while out and out[-1] == (";", "punct"):
+        out.pop()
+    return out
 
 
-def _name(tokens: list, at: int) -> str:
-    text, kind = tokens[at]
-    if kind not in ("word", "name", "string"):
-        raise ValueError
-    return text
+class _Reader:
+    def __init__(self, form: Form, tokens: list[tuple[str, str]], branch: str | None) -> None:
+        self.form, self.tokens, self.at = form, tokens, 0
+        self.branch = branch or "main"
+        self.args: dict[str, Any] = {}
+        self.flags: set[str] = set()
 
+    def read(self) -> tuple[str, dict[str, Any]]:
+        for group in self.form.head:
+            if group.optional:
+                self._optional(group)
+            else:
+                self._group(group)
+        seen: set[int] = set()
+        while self.at < len(self.tokens):
+            index = self._clause_here()
+            if index is None or index in seen:
+                word = self.tokens[self.at][0]
+                why = "given twice" if index in seen else "unexpected"
+                raise _Unexpected(f"{why}: {word}")
+            seen.add(index)
+            self._group(self.form.clauses[index])
+        op = self.form.op
+        for flag in self.flags:
+            op = OPERATION_FOR_FLAG.get((self.form.op, flag), op)
+            if (self.form.op, flag) not in OPERATION_FOR_FLAG:
+                self.args[flag] = True
+        return op, self.args
 
-def _string(tokens: list, at: int) -> str:
-    text, kind = tokens[at]
-    if kind != "string":
-        raise ValueError
-    return text
+    def _peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def _optional(self, group: Group) -> None:
+        first = group.items[0]
+        token = self._peek()
+        if first.kind == "word":
+            if token and token[1] == "word" and token[0].upper() in first.words:
+                self._group(group)
+        elif token is None or self._is_keyword(token):
+            if first.arg == "branch":  # left out: the session's branch
+                self.args["branch"] = self.branch
+        else:
+            self._group(group)
+
+    def _is_keyword(self, token: tuple[str, str]) -> bool:
+        first = self.form.head[0].items[0].words[0]
+        return token[1] == "word" and token[0].upper() in _grammar_words(first)
+
+    def _clause_here(self) -> int | None:
+        token = self._peek()
+        if token is None or token[1] != "word":
+            return None
+        for index, clause in enumerate(self.form.clauses):
+            if token[0].upper() in clause.items[0].words:
+                return index
+        return None
+
+    def _group(self, group: Group) -> None:
+        for item in group.items:
+            self._item(item)
+        words = [i.words[0] for i in group.items if i.kind == "word"]
+        if all(i.kind == "word" for i in group.items) and group.optional and len(words) > 0:
+            if group in self.form.clauses:
+                self.flags.add("_".join(w.lower() for w in words))
+
+    def _item(self, item: Item) -> None:
+        token = self._peek()
+        if token is None:
+            raise _Unexpected(f"{item.shown} is missing")
+        text, kind = token
+        if item.kind == "word":
+            if text.upper() not in item.words and text not in item.words:
+                raise _Unexpected(f"expected {item.shown}, not {text}")
+            self.at += 1
+        elif item.kind == "slot":
+            self.args[item.arg] = self._name(item)
+        elif item.kind == "string":
+            if kind != "string":
+                raise _Unexpected(f"expected {item.shown} (an SQL string in quotes), not {text}")
+            self.args[item.arg] = text
+            self.at += 1
+        elif item.kind == "int":
+            if kind != "word" or not text.isdigit():
+                raise _Unexpected(f"expected {item.shown}, a number, not {text}")
+            self.args[item.arg] = int(text)
+            self.at += 1
+        elif item.kind == "choice":
+            if text.lower() not in item.words:
+                raise _Unexpected(f"expected {item.shown}, not {text}")
+            self.args[item.arg] = text.lower()
+            self.at += 1
+        elif item.kind == "meta":
+            self.args["meta"] = self._meta()
+
+    def _name(self, item: Item) -> str:
+        text, kind = self.tokens[self.at]
+        if kind not in ("word", "name", "string") or (
+            kind == "word" and self._is_keyword((text, kind))
+        ):
+            raise _Unexpected(f"expected {item.shown}, not {text}")
+        self.at += 1
+        nxt = self._peek()
+        if kind == "word" and text.endswith("@") and nxt and nxt[1] == "string":
+            self.at += 1  # name@'2026-11-30 10:00'
+            return text + nxt[0]
+        return text
+
+    def _meta(self) -> dict[str, Any]:
+        """``(key = value, ...)``: values are SQL strings, numbers, true, false or null."""
+        expected = "expected (key = value, ...) with values in quotes or numbers"
+        self._expect("(", expected)
+        meta: dict[str, Any] = {}
+        while True:
+            key = self._peek()
+            if key is None or key[1] not in ("word", "name"):
+                raise _Unexpected(expected)
+            self.at += 1
+            self._expect("=", f"expected = after {key[0]}")
+            meta[key[0]] = self._value(expected)
+            token = self._peek()
+            if token == (")", "punct"):
+                self.at += 1
+                return meta
+            self._expect(",", expected)
+
+    def _value(self, expected: str) -> Any:
+        token = self._peek()
+        sign = ""
+        if token == ("-", "punct"):
+            sign, self.at = "-", self.at + 1
+            token = self._peek()
+        if token is None:
+            raise _Unexpected(expected)
+        text, kind = token
+        self.at += 1
+        if kind == "string" and not sign:
+            return text
+        if kind == "word":
+            lowered = text.lower()
+            if lowered in ("true", "false", "null") and not sign:
+                return {"true": True, "false": False, "null": None}[lowered]
+            try:
+                return int(sign + text)
+            except ValueError:
+                try:
+                    return float(sign + text)
+                except ValueError:
+                    pass
+        raise _Unexpected(f"{expected}, not {text}")
+
+    def _expect(self, punct: str, message: str) -> None:
+        if self._peek() != (punct, "punct"):
+            raise _Unexpected(message)
+        self.at += 1
