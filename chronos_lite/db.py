@@ -156,6 +156,12 @@ class Database:
         self._worlds.clear()
         self._main.conn.close()
 
+    def interrupt(self) -> None:
+        """Stop what this database's connections are running (SQLite's interrupt, safe from
+        another thread): the call fails and its transaction rolls back."""
+        for session in [self._main, *list(self._worlds.values())]:
+            session.conn.interrupt()
+
     def __enter__(self) -> Database:
         return self
 

@@ -13,14 +13,20 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import chronos_lite
 from chronos_lite.errors import ChronosError
 from chronos_lite.registry import REGISTRY, Operation, describe
+from chronos_lite.shell import config, repl
+from chronos_lite.shell.session import Shell
 
 USAGE = """usage:
   chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
+  chronos <folder> [-b BRANCH]            the interactive shell (psql-like; \\? for help)
+  chronos <folder> -c STATEMENT | -f FILE | < FILE  [--json | --csv]
+                                          run statements and exit (non-zero on the first error)
   chronos mcp <folder> [--allow-merge] [-b BRANCH]
                                           serve the database to an agent over MCP (stdio);
                                           safe mode unless --allow-merge
@@ -153,14 +159,11 @@ def run(argv: Sequence[str]) -> int:
     if argv[0] == "mcp":
         return _mcp(argv[1:])
     folder, rest = argv[0], argv[1:]
-    if not rest:
-        raise ChronosError(
-            f"give an operation: chronos {folder} <operation> ...; "
-            f"`chronos {folder} help` lists them"
-        )
-    if rest[0] in ("help", "-h", "--help"):
+    if rest[:1] and rest[0] in ("help", "-h", "--help"):
         print(_help(folder, rest[1:]))
         return 0
+    if not rest or rest[0].startswith("-"):
+        return _shell(folder, rest)
     name = _op_name(rest[0])
     if name not in REGISTRY:
         ops = ", ".join(_cli_name(o.name) for o in REGISTRY)
@@ -201,6 +204,45 @@ def _init(argv: list[str]) -> int:
     adopted = f" from {ns.source} ({len(tables)} {noun}{listing})" if ns.source else ""
     print(f"created chronos database {ns.folder}{adopted}")
     return 0
+
+
+def _shell(folder: str, argv: list[str]) -> int:
+    """``chronos <folder>``: the shell; with -c, -f or input from a pipe, a script."""
+    parser = _Parser(prog=f"chronos {folder}", add_help=False)
+    parser.add_argument("-b", "--branch", default="main")
+    parser.add_argument("-c", "--command", action="append", default=[])
+    parser.add_argument("-f", "--file", default=None)
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument("--json", dest="format", action="store_const", const="json")
+    formats.add_argument("--csv", dest="format", action="store_const", const="csv")
+    parser.add_argument("-X", "--no-config", action="store_true")
+    ns = parser.parse_args(argv)
+    settings = config.Settings(pager=None) if ns.no_config else config.load()
+    for problem in settings.problems:
+        print(f"chronos: {problem}", file=sys.stderr)
+    script = _script(ns)
+    with chronos_lite.open(folder) as db:
+        shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
+        if script is None:
+            return repl.run(shell, folder, config.history_path(), settings.startup)
+        try:
+            return 0 if all(shell.run_script(text, name, True) for name, text in script) else 1
+        finally:
+            shell.close()
+
+
+def _script(ns: argparse.Namespace) -> list[tuple[str, str]] | None:
+    """What to run instead of the prompt: -c statements, a file, or what a pipe sends."""
+    if ns.command:
+        return [("", command) for command in ns.command]
+    if ns.file:
+        try:
+            return [(ns.file, Path(ns.file).read_text())]
+        except OSError as exc:
+            raise ChronosError(f"can't read {ns.file}: {exc.strerror}") from None
+    if not sys.stdin.isatty():
+        return [("<stdin>", sys.stdin.read())]
+    return None
 
 
 MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [-b BRANCH]

@@ -1,0 +1,85 @@
+"""How the shell shows results: psql's aligned tables, expanded records (\\x), CSV and JSON,
+and a pager for what doesn't fit the terminal."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from .. import render
+
+FORMATS = ("aligned", "csv", "json")
+EXPANDED = ("off", "on", "auto")
+DEFAULT_PAGER = "less -SRFX"
+
+
+def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """psql's \\x: a record per row, a line per column."""
+    if not rows:
+        return "(0 rows)"
+    width = max(len(c) for c in columns) if columns else 0
+    values = [[render.cell(v) for v in row] for row in rows]
+    longest = max((len(v) for row in values for v in row), default=0)
+    lines = []
+    for n, row in enumerate(values, start=1):
+        title = f"-[ RECORD {n} ]".ljust(width + 1, "-")
+        lines.append(f"{title}+{'-' * (longest + 1)}")
+        for column, value in zip(columns, row):
+            first, *more = value.split("\n") or [""]
+            lines.append(f"{column.ljust(width)} | {first}".rstrip())
+            lines.extend(f"{' ' * width} | {line}".rstrip() for line in more)
+    return "\n".join(lines)
+
+
+def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if v is None else render.json_value(v) for v in row])
+    return out.getvalue().rstrip("\n")
+
+
+def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A result as one line of JSON: an array of row objects."""
+    data = [dict(zip(columns, (render.json_value(v) for v in row))) for row in rows]
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], mode: str, width: int) -> str:
+    """An aligned table, or records when \\x is on (or auto and the table is too wide)."""
+    if mode == "on":
+        return expanded(columns, rows)
+    text = render.table(columns, rows)
+    if mode == "auto" and rows and max(len(line) for line in text.split("\n")) > width:
+        return expanded(columns, rows)
+    return text
+
+
+def terminal_size() -> os.terminal_size:
+    return shutil.get_terminal_size((100, 40))
+
+
+def show(text: str, out: TextIO, pager: str | None) -> None:
+    """Write ``text``; through the pager when it is given and the text doesn't fit."""
+    if pager and _too_big(text):
+        try:
+            subprocess.run(shlex.split(pager), input=text + "\n", text=True, check=False)
+            return
+        except OSError:
+            pass  # no such pager: print it as it is
+    out.write(text + "\n")
+    out.flush()
+
+
+def _too_big(text: str) -> bool:
+    size = terminal_size()
+    lines = text.split("\n")
+    return len(lines) >= size.lines - 1 or max(len(line) for line in lines) > size.columns

@@ -1,0 +1,185 @@
+"""The interactive shell: prompt_toolkit's prompt around a :class:`Shell`.
+
+Multi-line statements run at their ``;``, backslash commands at the end of their line; the
+input history is kept per user; SQL is highlighted by pygments' lexer; Tab completes keywords,
+the current branch's tables and columns, world names, chronos statements and commands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import apsw
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.output import Output
+from pygments.lexers.sql import SqlLexer
+
+import chronos_lite
+
+from .. import statements as chronos_sql
+from ..registry import REGISTRY
+from .session import ALIASES, BUILTINS, Shell
+
+# What a word can hold: names like task-1, before-migration, main@yesterday; \commands.
+_PARTIAL = re.compile(r"[\w\-.:@$\\]*$")
+# After these words comes a table's name...
+_TABLE_BEFORE = {"FROM", "JOIN", "INTO", "UPDATE", "TABLE"}
+# ...and after these a branch's (FROM too, in FORK WORLD ... FROM).
+_BRANCH_BEFORE = {"WORLD", "DIFF", "TO", "OF", "HISTORY"}
+_BRANCH_COMMANDS = {
+    "\\c",
+    "\\diff",
+    "\\merge",
+    "\\merge-preview",
+    "\\discard",
+    "\\rebase",
+    "\\history",
+    "\\restore",
+    "\\checkpoint",
+    "\\rollback",
+    "\\undo-merge",
+}
+
+
+class ShellCompleter(Completer):
+    """Completes the word before the cursor from what can stand there."""
+
+    def __init__(self, shell: Shell) -> None:
+        self.shell = shell
+        self._tables: dict[str, list[str]] = {}
+        self._keywords = sorted(
+            set(apsw.keywords)
+            | {
+                w
+                for f in chronos_sql.FORMS
+                for g in f.head + f.clauses
+                for i in g.items
+                if i.kind == "word"
+                for w in i.words
+                if w.isalpha()
+            }
+        )
+
+    def tables(self) -> dict[str, list[str]]:
+        """The shell's branch's tables and their columns (read again after each call)."""
+        if self.shell.schema_changed:
+            db, branch = self.shell.db, self.shell.branch.partition("@")[0]
+            world = db.resolve(branch)
+            found = db.tables_for(world) if world is not None else db.tables()
+            self._tables = {name: list(t.column_names) for name, (_n, t) in found.items()}
+            self.shell.schema_changed = False
+        return self._tables
+
+    def branches(self) -> list[str]:
+        return ["main", *(w.name for w in self.shell.db.worlds())]
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
+        before = document.text_before_cursor
+        partial = _PARTIAL.search(before).group(0)
+        words = before[: len(before) - len(partial)].split()
+        previous = words[-1].upper() if words else ""
+        first = before.lstrip()
+        try:
+            candidates = self._candidates(first, partial, previous, words)
+        except Exception:  # a completion never breaks the prompt
+            return
+        lowered = partial.lower()
+        seen: set[str] = set()
+        for text in candidates:
+            if text.lower().startswith(lowered) and text not in seen and text != partial:
+                seen.add(text)
+                yield Completion(text, start_position=-len(partial))
+
+    def _candidates(self, first: str, partial: str, previous: str, words: list[str]) -> list[str]:
+        if first.startswith("\\") and not words:
+            ops = [f"\\{op.name.replace('_', '-')}" for op in REGISTRY]
+            return [f"\\{w}" for w in BUILTINS] + [f"\\{a}" for a in ALIASES] + ops
+        if words and words[0] in _BRANCH_COMMANDS and len(words) == 1:
+            return self.branches()
+        if words and words[0] == "\\d":
+            return sorted(self.tables())
+        if previous in _BRANCH_BEFORE or (previous == "FROM" and "FORK" in first.upper()[:5]):
+            return self.branches()
+        tables = self.tables()
+        if previous in _TABLE_BEFORE:
+            return sorted(tables)
+        if "." in partial:  # table.column
+            table, _, _ = partial.rpartition(".")
+            return [f"{table}.{c}" for c in tables.get(table, [])]
+        upper = partial[:1].isupper()
+        keywords = [k if upper else k.lower() for k in self._keywords]
+        columns = sorted({c for cols in tables.values() for c in cols})
+        return sorted(tables) + columns + keywords
+
+
+def _bindings(shell: Shell) -> KeyBindings:
+    keys = KeyBindings()
+
+    @keys.add("enter")
+    def _enter(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.current_completion is not None:
+            buffer.apply_completion(state.current_completion)
+        elif shell.is_complete(buffer.text):
+            buffer.validate_and_handle()
+        else:
+            buffer.insert_text("\n")
+
+    return keys
+
+
+def history(path: Path) -> History:
+    """The user's input history file; kept in memory if it can't be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+        return FileHistory(str(path))
+    except OSError:
+        return InMemoryHistory()
+
+
+def run(
+    shell: Shell,
+    folder: str,
+    history_file: Path,
+    startup: list[str],
+    input: Input | None = None,
+    output: Output | None = None,
+) -> int:
+    """The prompt loop, until \\q or Ctrl-D. Ctrl-C clears the input, or cancels a call."""
+    session: PromptSession[str] = PromptSession(
+        multiline=True,
+        key_bindings=_bindings(shell),
+        lexer=PygmentsLexer(SqlLexer),
+        completer=ShellCompleter(shell),
+        history=history(history_file),
+        prompt_continuation=lambda _width, _line, _soft: shell.continuation(),
+        input=input,
+        output=output,
+    )
+    shell.out.write(
+        f"chronos {chronos_lite.__version__} — {folder}, branch {shell.branch}. \\? for help.\n"
+    )
+    for line in startup:
+        shell.run_input(line, "startup")
+    while not shell.quit:
+        try:
+            text = session.prompt(shell.prompt)
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        shell.run_input(text)
+    shell.close()
+    return 0

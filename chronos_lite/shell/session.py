@@ -1,0 +1,423 @@
+"""The shell's work, whatever its input: an interactive prompt, ``-c``, a file or stdin.
+
+Statements go to the registry's ``sql`` operation on the shell's branch (chronos statements
+included: the ``sql`` operation parses them); backslash commands go to the registry operation
+they name, with the CLI's arguments. Each call runs in a worker thread so that Ctrl-C can
+interrupt SQLite (the call then fails and rolls back) and the shell goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import apsw
+
+from .. import sqltext
+from .. import statements as chronos_sql
+from ..db import Database
+from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
+from ..registry import REGISTRY, Operation, Reply
+from . import output
+from .config import Settings
+
+CANCELLED = "57014"  # Postgres' query_canceled
+TRANSACTION_ENDS = {"COMMIT", "END"}
+
+
+@dataclass
+class Command:
+    run: Callable[[Shell, str], None]
+    args: str
+    help: str
+
+
+class Shell:
+    def __init__(
+        self,
+        db: Database,
+        branch: str = "main",
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        settings: Settings | None = None,
+        interactive: bool = False,
+        fmt: str | None = None,
+    ) -> None:
+        self.db = db
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        settings = settings or Settings(pager=None)
+        self.interactive = interactive
+        # a script's output doesn't depend on the user's settings; the prompt's does
+        self.format = fmt or (settings.format if interactive else "aligned")
+        self.expanded = settings.expanded if interactive else "off"
+        self.timing = settings.timing if interactive else False
+        tty = interactive and getattr(self.out, "isatty", lambda: False)()
+        self.pager = settings.pager if tty else None
+        self.pending: list[str] | None = None  # a transaction typed over several inputs
+        self.branch, self.parent = "main", "main"
+        self.switch(branch)
+        self.running = threading.Event()  # set while a call runs
+        self.quit = False
+        self.file: TextIO | None = None  # \o
+        self.schema_changed = True  # completion reloads table names when set
+        self.elapsed = 0.0  # the last call's time, for the timing command
+
+    # --- the prompt ---------------------------------------------------------------------
+
+    def prompt(self) -> str:
+        return f"{self.branch}={'*' if self.pending is not None else ''}> "
+
+    def continuation(self) -> str:
+        return f"{self.branch}-> ".rjust(len(self.prompt()))
+
+    @staticmethod
+    def is_complete(text: str) -> bool:
+        """Whether an input is ready to run: a backslash command at its line's end, a
+        statement at its ``;`` (as SQLite reads it: triggers end at END;)."""
+        stripped = text.strip()
+        if not stripped or stripped.startswith("\\") or stripped.lower() in ("quit", "exit"):
+            return True
+        return apsw.complete(text)
+
+    # --- running input ------------------------------------------------------------------
+
+    def run_input(self, text: str, where: str = "") -> bool:
+        """Run one complete input; errors are shown. False if it failed."""
+        try:
+            self._run_input(text)
+            return True
+        except ChronosError as exc:
+            self._error(exc.message, where)
+            return False
+
+    def run_script(self, text: str, name: str, stop_on_error: bool) -> bool:
+        """Run a file's statements and backslash commands in order; False if one failed."""
+        ok = True
+        for line, piece in split_script(text):
+            if self.quit:
+                break
+            if not self.run_input(piece, f"{name}:{line}" if name else ""):
+                ok = False
+                if stop_on_error:
+                    break
+        if self.pending is not None and not self.quit:
+            self.pending = None
+            self._error("the input ended inside a transaction: it was not run (no COMMIT)", name)
+            ok = False
+        return ok
+
+    def _run_input(self, text: str) -> None:
+        stripped = text.strip()
+        if not stripped:
+            return
+        if stripped.startswith("\\"):
+            self._backslash(stripped[1:])
+            return
+        if stripped.lower().rstrip(";") in ("quit", "exit"):
+            self.quit = True
+            return
+        for stmt in sqltext.split_statements(text):
+            self._statement(stmt)
+
+    def _statement(self, stmt: str) -> None:
+        words = sqltext.keywords(stmt, 2)
+        if self.pending is not None:
+            if words[:1] and words[0] in TRANSACTION_ENDS:
+                script, self.pending = "\n".join([*self.pending, stmt]), None
+                self._sql(script)
+            elif words in (["ROLLBACK"], ["ROLLBACK", "TRANSACTION"]):
+                self.pending = None
+                self._print("ROLLBACK")
+            elif chronos_sql.is_chronos(stmt):
+                raise ChronosError(
+                    f"{' '.join(words)} runs its own transaction: COMMIT or ROLLBACK first"
+                )
+            else:
+                self.pending.append(stmt)
+            return
+        if words[:1] == ["BEGIN"]:
+            self.pending = [stmt]
+            self._print("BEGIN (the transaction's statements run together at COMMIT)")
+            return
+        if chronos_sql.is_chronos(stmt):
+            op, args = chronos_sql.parse(stmt, self.branch)
+            if op == chronos_sql.USE:
+                self.switch(args["branch"])
+                self._print(f"now on {self.branch}")
+                return
+        self._sql(stmt)
+
+    def _sql(self, sql: str) -> None:
+        reply = self.call("sql", {"sql": sql, "branch": self.branch})
+        for result in reply.data["results"]:
+            if "columns" in result:
+                self._result(result["columns"], result["rows"])
+            elif self.format == "json":
+                self._print(json.dumps({"tag": result["tag"]}, ensure_ascii=False))
+            elif self.format == "csv":
+                self.err.write(result["tag"] + "\n")
+            else:
+                self._print(result["tag"])
+        if reply.data.get("rolled_back"):
+            self._print(reply.text.rsplit("\n", 1)[-1])
+        self._show_time()
+
+    def _result(self, columns: list[str], rows: list[list[Any]]) -> None:
+        if self.format == "json":
+            self._print(output.json_rows(columns, rows))
+        elif self.format == "csv":
+            self._print(output.csv_text(columns, rows))
+        else:
+            width = output.terminal_size().columns
+            self._print(output.table(columns, rows, self.expanded, width))
+
+    def call(self, name: str, args: dict[str, Any]) -> Reply:
+        """A registry call in a worker thread: Ctrl-C here interrupts SQLite, and the call
+        fails with nothing changed."""
+        box: dict[str, Any] = {}
+        done = threading.Event()  # (not Thread.join: a Ctrl-C inside join can leave the
+        # thread looking finished while it still runs)
+
+        def work() -> None:
+            try:
+                box["reply"] = REGISTRY.call(self.db, name, args)
+            except BaseException as exc:  # handed to the shell's thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=work, name="chronos-call", daemon=True)
+        started = time.perf_counter()
+        cancelled = False
+        self.running.set()
+        worker.start()
+        try:
+            while not done.is_set():
+                try:
+                    done.wait(0.05)
+                except KeyboardInterrupt:
+                    cancelled = True
+                    self.db.interrupt()
+        finally:
+            self.running.clear()
+        elapsed = time.perf_counter() - started
+        self.schema_changed = True
+        self._follow_branch()
+        if "error" in box:
+            exc = box["error"]
+            if cancelled and isinstance(exc, ChronosError | apsw.Error):
+                raise ChronosError(
+                    "cancelled: the statement was stopped; nothing changed", CANCELLED
+                ) from None
+            if isinstance(exc, apsw.InterruptError):
+                raise ChronosError("interrupted; nothing changed", CANCELLED) from None
+            raise exc
+        self.elapsed = elapsed
+        return box["reply"]
+
+    def _show_time(self) -> None:
+        if self.timing:
+            self._print(f"Time: {self.elapsed * 1000:.3f} ms")
+
+    # --- branches -----------------------------------------------------------------------
+
+    def switch(self, branch: str) -> None:
+        """Work on ``branch`` from now on (a world, main, or name@when to read the past)."""
+        if self.pending is not None:
+            raise ChronosError("a transaction is open: COMMIT or ROLLBACK before switching")
+        name = branch.partition("@")[0]
+        world = self.db.resolve(name)  # a clear error for one that doesn't exist
+        if "@" in branch:
+            self.db.end_call(self.db.session(branch))  # a moment it can't read: refused now
+        self.branch = branch
+        self.parent = world.parent if world is not None and world.parent else "main"
+        self.schema_changed = True
+
+    def _follow_branch(self) -> None:
+        """After a merge or discard of the shell's own world: back to where it came from."""
+        name = self.branch.partition("@")[0]
+        if name == "main":
+            return
+        try:
+            self.db.resolve(name)
+        except ChronosError:
+            gone, self.branch = self.branch, self.parent
+            try:
+                self.db.resolve(self.branch)
+            except ChronosError:
+                self.branch = "main"
+            self._print(f"({gone} is finished: now on {self.branch})")
+
+    # --- backslash commands -------------------------------------------------------------
+
+    def _backslash(self, text: str) -> None:
+        word, _, rest = text.partition(" ")
+        word, rest = word.strip(), rest.strip()
+        builtin = BUILTINS.get(word)
+        if builtin is not None:
+            builtin.run(self, rest)
+            return
+        name = ALIASES.get(word, word.replace("-", "_"))
+        if name not in REGISTRY:
+            raise ChronosError(f"unknown command \\{word}; \\? lists the commands")
+        self.operation(REGISTRY.get(name), rest, word)
+
+    def operation(self, op: Operation, rest: str, word: str) -> None:
+        """``\\<operation> arguments``: the CLI's arguments, the MCP tool's text."""
+        from .cli import parse_operation_args  # the CLI imports this module
+
+        try:
+            argv = shlex.split(rest)
+        except ValueError as exc:
+            raise ChronosError(f"\\{word}: {exc} (close the quote)") from None
+        if word == "d" and argv and not argv[0].startswith("-"):
+            argv = ["--table", argv[0], *argv[1:]]
+        args, as_json = parse_operation_args(op, argv)
+        if "branch" in op.properties and "branch" not in args:
+            if "branch" not in op.required or op.read_only:
+                args["branch"] = self.branch
+        reply = self.call(op.name, args)
+        if as_json or self.format == "json":
+            self._print(json.dumps(reply.data, ensure_ascii=False, default=str))
+        elif reply.table and self.format == "csv":
+            self._print(output.csv_text(*reply.table))
+        elif reply.table:
+            self._result(*reply.table)
+        else:
+            self._print(reply.text)
+        self._show_time()
+
+    def _help(self, rest: str) -> None:
+        if rest:
+            from .cli import op_parser
+
+            word = rest.lstrip("\\")
+            name = ALIASES.get(word, word.replace("-", "_"))
+            if word in BUILTINS:
+                self._print(f"\\{word} {BUILTINS[word].args}  {BUILTINS[word].help}")
+            else:
+                text = op_parser(REGISTRY.get(name)).format_help()
+                self._print(text.replace("chronos <folder> ", "\\").rstrip())
+            return
+        lines = ["Shell commands:"]
+        for word, command in BUILTINS.items():
+            lines.append(f"  \\{(word + ' ' + command.args).strip():<22}{command.help}")
+        lines.append("Operations (as the CLI and MCP tools; \\? <command> shows the arguments):")
+        shown = {v: k for k, v in ALIASES.items()}
+        for op in REGISTRY:
+            word = op.name.replace("_", "-")
+            alias = f" (\\{shown[op.name]})" if op.name in shown else ""
+            lines.append(f"  \\{word:<22}{op.title}{alias}")
+        lines.append("Statements end with ;  chronos statements: see docs/sql.md, e.g.")
+        lines.extend(f"  {f.text}" for f in chronos_sql.FORMS)
+        self._print("\n".join(lines))
+
+    def _connect(self, rest: str) -> None:
+        if not rest:
+            self._print(f"on {self.branch}")
+            return
+        self.switch(rest.split()[0])
+        self._print(f"now on {self.branch}")
+
+    def _toggle(self, rest: str, current: str, name: str, choices: tuple[str, ...]) -> str:
+        if not rest:
+            return "off" if current != "off" else "on"
+        if rest not in choices:
+            raise ChronosError(f"\\{name} takes {' | '.join(choices)}, not {rest}", BAD_ARGUMENT)
+        return rest
+
+    def _timing(self, rest: str) -> None:
+        self.timing = (
+            self._toggle(rest, "on" if self.timing else "off", "timing", ("on", "off")) == "on"
+        )
+        self._print(f"Timing is {'on' if self.timing else 'off'}.")
+
+    def _expanded(self, rest: str) -> None:
+        self.expanded = self._toggle(rest, self.expanded, "x", output.EXPANDED)
+        self._print(f"Expanded display is {self.expanded}.")
+
+    def _include(self, rest: str) -> None:
+        path = Path(rest).expanduser()
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ChronosError(f"\\i: can't read {rest}: {exc.strerror}", NOT_FOUND) from None
+        if not self.run_script(text, rest, stop_on_error=not self.interactive):
+            raise ChronosError(f"\\i {rest} stopped at its first error", BAD_ARGUMENT)
+
+    def _output(self, rest: str) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        if rest:
+            try:
+                self.file = open(Path(rest).expanduser(), "w")  # noqa: SIM115 (kept open)
+            except OSError as exc:
+                raise ChronosError(f"\\o: can't write {rest}: {exc.strerror}") from None
+
+    def _quit(self, _rest: str) -> None:
+        self.quit = True
+
+    # --- output -------------------------------------------------------------------------
+
+    def _print(self, text: str) -> None:
+        if self.file is not None:
+            self.file.write(text + "\n")
+            self.file.flush()
+        else:
+            output.show(text, self.out, self.pager)
+
+    def _error(self, message: str, where: str) -> None:
+        prefix = f"{where}: " if where else ""
+        self.err.write(f"{prefix}ERROR: {message}\n")
+        self.err.flush()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+BUILTINS: dict[str, Command] = {
+    "?": Command(Shell._help, "[command]", "this help, or one command's arguments"),
+    "c": Command(Shell._connect, "<branch>", "work on a branch: main, a world, or name@when"),
+    "timing": Command(Shell._timing, "[on|off]", "show each statement's time"),
+    "x": Command(Shell._expanded, "[on|off|auto]", "expanded output: a record per row"),
+    "i": Command(Shell._include, "<file>", "run a file's statements and commands"),
+    "o": Command(Shell._output, "[file]", "send results to a file (no file: back here)"),
+    "q": Command(Shell._quit, "", "quit (or Ctrl-D)"),
+}
+# Short names for operations, as psql spells them.
+ALIASES = {"d": "describe", "worlds": "branches"}
+
+
+def split_script(text: str) -> list[tuple[int, str]]:
+    """A file's inputs with the line each starts on: a backslash command is its line, a
+    statement runs to its ``;``; what's left at the end runs as it is."""
+    pieces: list[tuple[int, str]] = []
+    buffer: list[str] = []
+    start = 1
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not buffer and line.strip().startswith("\\"):
+            pieces.append((number, line.strip()))
+            continue
+        if not buffer:
+            if not line.strip():
+                continue
+            start = number
+        buffer.append(line)
+        joined = "\n".join(buffer)
+        if apsw.complete(joined):
+            pieces.append((start, joined))
+            buffer = []
+    if buffer and "\n".join(buffer).strip():
+        pieces.append((start, "\n".join(buffer)))
+    return pieces
