@@ -49,3 +49,10 @@ def test_history_benchmark_quick_run_completes(tmp_path):
     assert "targets missed" in proc.stdout and "point lookup, world AS OF" in proc.stdout
     assert "warning" not in proc.stderr  # AS OF gave the rows noted at the moment
     assert out.read_text().startswith("{")
+
+
+def test_shell_benchmark_quick_run_completes(tmp_path):
+    out = tmp_path / "figures.json"
+    proc = _run("benchmarks/bench_shell.py", "--quick", "--json", str(out))
+    assert "point select in the shell" in proc.stdout and "start and answer" in proc.stdout
+    assert out.read_text().startswith("{")

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import chronos_lite
 from chronos_lite.errors import ChronosError
 from chronos_lite.registry import REGISTRY, Operation, describe
-from chronos_lite.shell import config, repl
+from chronos_lite.shell import config
 from chronos_lite.shell.session import Shell
 
 USAGE = """usage:
@@ -224,6 +224,8 @@ def _shell(folder: str, argv: list[str]) -> int:
     with chronos_lite.open(folder) as db:
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
         if script is None:
+            from chronos_lite.shell import repl  # prompt_toolkit only for the prompt
+
             return repl.run(shell, folder, config.history_path(), settings.startup)
         try:
             return 0 if all(shell.run_script(text, name, True) for name, text in script) else 1

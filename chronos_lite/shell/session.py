@@ -2,8 +2,8 @@
 
 Statements go to the registry's ``sql`` operation on the shell's branch (chronos statements
 included: the ``sql`` operation parses them); backslash commands go to the registry operation
-they name, with the CLI's arguments. Each call runs in a worker thread so that Ctrl-C can
-interrupt SQLite (the call then fails and rolls back) and the shell goes on.
+they name, with the CLI's arguments. Ctrl-C during a call interrupts SQLite (the call then
+fails and rolls back) and the shell goes on.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..db import Database
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..registry import REGISTRY, Operation, Reply
 from . import output
+from .cancel import Canceller
 from .config import Settings
 
 CANCELLED = "57014"  # Postgres' query_canceled
@@ -69,6 +70,7 @@ class Shell:
         self.file: TextIO | None = None  # \o
         self.schema_changed = True  # completion reloads table names when set
         self.elapsed = 0.0  # the last call's time, for the timing command
+        self.canceller = Canceller(db.interrupt)
 
     # --- the prompt ---------------------------------------------------------------------
 
@@ -176,52 +178,30 @@ class Shell:
         elif self.format == "csv":
             self._print(output.csv_text(columns, rows))
         else:
-            width = output.terminal_size().columns
+            width = output.terminal_size().columns if self.expanded == "auto" else 0
             self._print(output.table(columns, rows, self.expanded, width))
 
     def call(self, name: str, args: dict[str, Any]) -> Reply:
-        """A registry call in a worker thread: Ctrl-C here interrupts SQLite, and the call
-        fails with nothing changed."""
-        box: dict[str, Any] = {}
-        done = threading.Event()  # (not Thread.join: a Ctrl-C inside join can leave the
-        # thread looking finished while it still runs)
-
-        def work() -> None:
-            try:
-                box["reply"] = REGISTRY.call(self.db, name, args)
-            except BaseException as exc:  # handed to the shell's thread
-                box["error"] = exc
-            finally:
-                done.set()
-
-        worker = threading.Thread(target=work, name="chronos-call", daemon=True)
+        """A registry call; Ctrl-C during it interrupts SQLite, and it fails with nothing
+        changed (see cancel.py)."""
         started = time.perf_counter()
-        cancelled = False
         self.running.set()
-        worker.start()
         try:
-            while not done.is_set():
+            with self.canceller.during_call() as cancel:
                 try:
-                    done.wait(0.05)
-                except KeyboardInterrupt:
-                    cancelled = True
-                    self.db.interrupt()
+                    reply = REGISTRY.call(self.db, name, args)
+                except (ChronosError, apsw.Error) as exc:
+                    if cancel.cancelled or isinstance(exc, apsw.InterruptError):
+                        raise ChronosError(
+                            "cancelled: the statement was stopped; nothing changed", CANCELLED
+                        ) from None
+                    raise
         finally:
             self.running.clear()
-        elapsed = time.perf_counter() - started
-        self.schema_changed = True
-        self._follow_branch()
-        if "error" in box:
-            exc = box["error"]
-            if cancelled and isinstance(exc, ChronosError | apsw.Error):
-                raise ChronosError(
-                    "cancelled: the statement was stopped; nothing changed", CANCELLED
-                ) from None
-            if isinstance(exc, apsw.InterruptError):
-                raise ChronosError("interrupted; nothing changed", CANCELLED) from None
-            raise exc
-        self.elapsed = elapsed
-        return box["reply"]
+            self.schema_changed = True
+            self._follow_branch()
+        self.elapsed = time.perf_counter() - started
+        return reply
 
     def _show_time(self) -> None:
         if self.timing:
@@ -381,6 +361,7 @@ class Shell:
         self.err.flush()
 
     def close(self) -> None:
+        self.canceller.close()
         if self.file is not None:
             self.file.close()
             self.file = None

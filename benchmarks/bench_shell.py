@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""What the shell adds to a statement, next to plain SQLite measured in the same run.
+
+* **point select in the shell**: ``Shell.run_input("select * from users where id = ?;")``
+  (through the registry's sql operation, psql-style rendering, written to a buffer) against
+  apsw running the same query on a plain copy of the file and rendering it the same way.
+* **point select, the sql call alone**: the registry's sql operation the shell calls, and its
+  text, without the shell: the difference is the shell's own share.
+* **script of single-row inserts**: ``Shell.run_script`` of inserts, each its own call and
+  transaction (what ``chronos <folder> < file.sql`` does), against apsw running the same
+  statements one by one in autocommit on the plain copy (``synchronous = full``, as main).
+* **parsing a chronos statement**: microseconds per ``statements.parse`` (for information).
+* **start and answer**: ``chronos <folder> -c "select 1"`` as a new process, against a new
+  Python process that opens the file with apsw and runs the same query.
+
+The two sides run round by round, interleaved (the order reversed every other round), and
+each keeps its fastest round: a busy neighbour slows both instead of skewing one.
+
+    .venv/bin/python benchmarks/bench_shell.py            # the figures in benchmarks/README.md
+    .venv/bin/python benchmarks/bench_shell.py --quick    # small sizes, for CI
+
+A missed target prints MISS; the exit status stays 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+
+import chronos_lite
+from chronos_lite import render, statements
+from chronos_lite.registry import REGISTRY
+from chronos_lite.shell.session import Shell
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_worlds import revision  # noqa: E402  (a sibling script)
+
+WORK = Path(__file__).resolve().parent / "_work"
+CHRONOS = str(Path(sys.executable).with_name("chronos"))
+ROWS = 10_000
+# The issue names no targets for the shell: the figures are for information, and the
+# shell's own share (next to the registry's sql call it makes) is what to watch.
+TARGETS: dict[str, float] = {}
+
+
+def fastest(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, float]:
+    best = {name: float("inf") for name in sides}
+    names = list(sides)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            best[name] = min(best[name], sides[name]())
+    return best
+
+
+def build(folder: Path) -> Path:
+    plain = folder.parent / "plain.sqlite"
+    conn = apsw.Connection(str(plain))
+    conn.execute("pragma journal_mode = wal")
+    conn.execute("create table users(id integer primary key, name text, email text unique)")
+    with conn:
+        conn.executemany(
+            "insert into users values (?, ?, ?)",
+            ((i, f"user {i}", f"u{i}@x.org") for i in range(1, ROWS + 1)),
+        )
+    conn.close()
+    chronos_lite.init(folder, str(plain)).close()
+    return plain
+
+
+def plain_connection(path: Path) -> apsw.Connection:
+    conn = apsw.Connection(str(path))
+    conn.execute("pragma synchronous = full; pragma foreign_keys = on")
+    return conn
+
+
+def point_select(shell: Shell, plain: apsw.Connection, n: int) -> dict[str, Callable[[], float]]:
+    sql = "select * from users where id = {};"
+
+    def chronos_side() -> float:
+        shell.out = io.StringIO()
+        start = time.perf_counter()
+        for i in range(n):
+            shell.run_input(sql.format(1 + i % ROWS))
+        return (time.perf_counter() - start) / n
+
+    def plain_side() -> float:
+        out = io.StringIO()
+        start = time.perf_counter()
+        for i in range(n):
+            cursor = plain.execute(sql.format(1 + i % ROWS))
+            columns = [d[0] for d in cursor.get_description()]
+            rows = cursor.fetchall()
+            out.write(render.table(columns, rows) + "\n")
+        return (time.perf_counter() - start) / n
+
+    return {"chronos": chronos_side, "plain": plain_side}
+
+
+def registry_select(db: chronos_lite.Chronos, plain: apsw.Connection, n: int) -> dict:
+    """The same point select as one registry sql call and its text: what the shell wraps."""
+    sides = point_select(Shell(db, out=io.StringIO()), plain, n)
+
+    def chronos_side() -> float:
+        start = time.perf_counter()
+        for i in range(n):
+            reply = REGISTRY.call(db, "sql", {"sql": f"select * from users where id = {i + 1};"})
+            io.StringIO().write(reply.text + "\n")
+        return (time.perf_counter() - start) / n
+
+    return {"chronos": chronos_side, "plain": sides["plain"]}
+
+
+def inserts(shell: Shell, plain: apsw.Connection, n: int) -> dict[str, Callable[[], float]]:
+    counter = iter(range(10**9))
+
+    def script() -> list[str]:
+        return [
+            f"insert into users(name, email) values ('n', 'bench{next(counter)}@x');"
+            for _ in range(n)
+        ]
+
+    def chronos_side() -> float:
+        text = "\n".join(script())
+        shell.out = io.StringIO()
+        start = time.perf_counter()
+        assert shell.run_script(text, "bench", True)
+        return (time.perf_counter() - start) / n
+
+    def plain_side() -> float:
+        lines = script()
+        start = time.perf_counter()
+        for line in lines:
+            plain.execute(line)
+        return (time.perf_counter() - start) / n
+
+    return {"chronos": chronos_side, "plain": plain_side}
+
+
+def parse_cost(n: int) -> float:
+    stmt = "MERGE WORLD task-1 AT VERSION 3 RESOLVE theirs BY COLUMNS;"
+    start = time.perf_counter()
+    for _ in range(n):
+        statements.parse(stmt)
+    return (time.perf_counter() - start) / n
+
+
+def startup(folder: Path, plain: Path) -> dict[str, Callable[[], float]]:
+    probe = (
+        "import apsw, sys; c = apsw.Connection(sys.argv[1]); "
+        "print(c.execute('select 1').fetchall())"
+    )
+
+    def timed(argv: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        return time.perf_counter() - start
+
+    return {
+        "chronos": lambda: timed([CHRONOS, str(folder), "-c", "select 1"]),
+        "plain": lambda: timed([sys.executable, "-c", probe, str(plain)]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
+    parser.add_argument("--json", help="also write the figures to this file")
+    ns = parser.parse_args()
+    rounds, selects, writes, starts = (3, 200, 20, 2) if ns.quick else (7, 2000, 200, 7)
+    WORK.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=WORK))
+    try:
+        folder = tmp / "shop"
+        plain_path = build(folder)
+        db = chronos_lite.open(folder)
+        shell = Shell(db, out=io.StringIO(), err=sys.stderr)
+        plain = plain_connection(plain_path)
+        rows: list[tuple[str, float, float, float | None]] = []
+        for label, sides in [
+            ("point select in the shell", point_select(shell, plain, selects)),
+            ("point select, the sql call alone", registry_select(db, plain, selects)),
+            ("script of single-row inserts", inserts(shell, plain, writes)),
+            ("start and answer (new process)", startup(folder, plain_path)),
+        ]:
+            n = starts if label.startswith("start") else rounds
+            best = fastest(n, sides)
+            rows.append((label, best["chronos"], best["plain"], TARGETS.get(label)))
+        parse_us = parse_cost(2000 if ns.quick else 20000) * 1e6
+        db.close()
+        plain.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"chronos shell benchmark ({revision()}, {ROWS:,} rows; fastest of each side's rounds)")
+    print(f"{'case':<34}{'chronos':>12}{'plain':>12}{'ratio':>8}  target")
+    missed = 0
+    figures = {}
+    for label, ours, base, target in rows:
+        ratio = ours / base
+        verdict = ""
+        if target is not None:
+            ok = ratio <= target
+            missed += not ok
+            verdict = f"<= {target:g}x {'PASS' if ok else 'MISS'}"
+        print(f"{label:<34}{ours * 1e3:>9.3f} ms{base * 1e3:>9.3f} ms{ratio:>7.2f}x  {verdict}")
+        figures[label] = {"chronos_ms": ours * 1e3, "plain_ms": base * 1e3, "ratio": ratio}
+    print(f"{'parsing a chronos statement':<34}{parse_us:>9.1f} µs")
+    figures["parse_us"] = parse_us
+    print(f"targets missed: {missed}")
+    if ns.json:
+        Path(ns.json).write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
