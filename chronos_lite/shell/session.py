@@ -99,6 +99,8 @@ class Shell:
         except ChronosError as exc:
             self._error(exc.message, where)
             return False
+        finally:
+            self._follow_branch()
 
     def run_script(self, text: str, name: str, stop_on_error: bool) -> bool:
         """Run a file's statements and backslash commands in order; False if one failed."""
@@ -199,7 +201,6 @@ class Shell:
         finally:
             self.running.clear()
             self.schema_changed = True
-            self._follow_branch()
         self.elapsed = time.perf_counter() - started
         return reply
 
@@ -304,7 +305,11 @@ class Shell:
         if not rest:
             self._print(f"on {self.branch}")
             return
-        self.switch(rest.split()[0])
+        try:
+            words = shlex.split(rest)
+        except ValueError as exc:
+            raise ChronosError(f"\\c: {exc} (close the quote)") from None
+        self.switch(" ".join(words))  # name@when may hold spaces: \\c main@-10 minutes
         self._print(f"now on {self.branch}")
 
     def _toggle(self, rest: str, current: str, name: str, choices: tuple[str, ...]) -> str:
