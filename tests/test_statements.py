@@ -1,0 +1,455 @@
+"""Chronos' own SQL statements (statements.py): the parser, its errors, and each statement run
+through the ``sql`` operation, as the owner and in safe mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from chronos_lite import ChronosError
+from chronos_lite.registry import REGISTRY
+from chronos_lite.statements import FORMS, GRAMMAR, is_chronos, parse
+
+# Each form as an error shows it (GRAMMAR with the argument names left out).
+SHOWN = {
+    "fork": "FORK WORLD <name> [FROM <branch>] [WITH (key = value, ...)]",
+    "merge": "MERGE WORLD <branch> [INTO <world>] [AT VERSION <n>] [DRY RUN] "
+    "[RESOLVE ours|theirs] [BY COLUMNS]",
+    "discard": "DISCARD WORLD <branch> [CASCADE]",
+    "branches": "SHOW WORLDS",
+    "history": "SHOW HISTORY [OF] [<branch>] [LIMIT <n>]",
+    "diff": "DIFF [<branch>] [TO <other>] [AS SQL]",
+    "rebase": "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]",
+    "checkpoint": "CHECKPOINT WORLD <branch> [AS] <checkpoint>",
+    "rollback": "ROLLBACK WORLD <branch> TO <checkpoint>",
+    "restore": "RESTORE WORLD <branch> TO '<moment>'",
+    "undo_merge": "UNDO MERGE <branch> [SKIP CHANGED]",
+    "undo_agent": "UNDO AGENT <name> SINCE '<moment>' [WHERE run_id = '<run>']",
+    "use": "USE WORLD <branch>",
+}
+
+
+def test_the_forms_as_shown():
+    """What an error shows for each form (and docs/sql.md lists), in GRAMMAR's order."""
+    assert {f.op: f.text for f in FORMS} == SHOWN
+    assert [op for op, _ in GRAMMAR] == list(SHOWN)
+
+
+# --- the parser ----------------------------------------------------------------------------
+
+# (statement, the session's branch, operation, arguments)
+VALID = [
+    # FORK WORLD
+    ("FORK WORLD w", None, "fork", {"name": "w"}),
+    ("fork world w", None, "fork", {"name": "w"}),
+    ("Fork World task-1", None, "fork", {"name": "task-1"}),
+    ('FORK WORLD "my world"', None, "fork", {"name": "my world"}),
+    ("FORK WORLD w FROM main", None, "fork", {"name": "w", "from": "main"}),
+    ("FORK WORLD w FROM before-migration", None, "fork", {"name": "w", "from": "before-migration"}),
+    ('FORK WORLD w FROM "my world"', None, "fork", {"name": "w", "from": "my world"}),
+    (
+        "FORK WORLD w FROM main@'-10 minutes'",
+        None,
+        "fork",
+        {"name": "w", "from": "main@-10 minutes"},
+    ),
+    (
+        "FORK WORLD w FROM 'main@-10 minutes'",
+        None,
+        "fork",
+        {"name": "w", "from": "main@-10 minutes"},
+    ),
+    ("FORK WORLD w FROM main@yesterday", None, "fork", {"name": "w", "from": "main@yesterday"}),
+    (
+        "FORK WORLD w FROM task-1@'2026-11-30 10:00'",
+        None,
+        "fork",
+        {"name": "w", "from": "task-1@2026-11-30 10:00"},
+    ),
+    (
+        "FORK WORLD w WITH (key = 'v', n = 3, f = -1.5, ok = true, none = null)",
+        None,
+        "fork",
+        {"name": "w", "meta": {"key": "v", "n": 3, "f": -1.5, "ok": True, "none": None}},
+    ),
+    (
+        "FORK WORLD w WITH (a = TRUE, b = False, c = NULL, d = -2, e = .5, \"my key\" = 'it''s')",
+        None,
+        "fork",
+        {
+            "name": "w",
+            "meta": {"a": True, "b": False, "c": None, "d": -2, "e": 0.5, "my key": "it's"},
+        },
+    ),
+    (
+        "FORK WORLD w FROM main WITH (task = 'fix names')",
+        None,
+        "fork",
+        {"name": "w", "from": "main", "meta": {"task": "fix names"}},
+    ),
+    (
+        "fork world w with (task = 'fix names') from main@'-1 hour'",
+        None,
+        "fork",
+        {"name": "w", "from": "main@-1 hour", "meta": {"task": "fix names"}},
+    ),
+    # MERGE WORLD, and MERGE ... DRY RUN: the preview
+    ("MERGE WORLD w", None, "merge", {"branch": "w"}),
+    ("MERGE WORLD w INTO x", None, "merge", {"branch": "w", "into": "x"}),
+    ("MERGE WORLD w AT VERSION 3", None, "merge", {"branch": "w", "version": 3}),
+    ("MERGE WORLD w AT VERSION 0", None, "merge", {"branch": "w", "version": 0}),
+    ("MERGE WORLD w RESOLVE ours", None, "merge", {"branch": "w", "resolve": "ours"}),
+    ("merge world w resolve THEIRS", None, "merge", {"branch": "w", "resolve": "theirs"}),
+    ("MERGE WORLD w BY COLUMNS", None, "merge", {"branch": "w", "by_columns": True}),
+    ("MERGE WORLD w DRY RUN", None, "merge_preview", {"branch": "w"}),
+    (
+        "MERGE WORLD w INTO x AT VERSION 3 DRY RUN RESOLVE ours BY COLUMNS",
+        None,
+        "merge_preview",
+        {"branch": "w", "into": "x", "version": 3, "resolve": "ours", "by_columns": True},
+    ),
+    (
+        "merge world w by columns resolve theirs at version 7 into x",
+        None,
+        "merge",
+        {"branch": "w", "into": "x", "version": 7, "resolve": "theirs", "by_columns": True},
+    ),
+    (
+        "MERGE WORLD task-1 DRY RUN AT VERSION 2",
+        None,
+        "merge_preview",
+        {"branch": "task-1", "version": 2},
+    ),
+    # DISCARD WORLD
+    ("DISCARD WORLD w", None, "discard", {"branch": "w"}),
+    ("discard world w cascade", None, "discard", {"branch": "w", "cascade": True}),
+    # SHOW WORLDS
+    ("SHOW WORLDS", None, "branches", {}),
+    ("show worlds;", "w", "branches", {}),
+    # SHOW HISTORY: without a name, the session's branch
+    ("SHOW HISTORY", None, "history", {"branch": "main"}),
+    ("SHOW HISTORY", "w", "history", {"branch": "w"}),
+    ("show history of x", "w", "history", {"branch": "x"}),
+    ("SHOW HISTORY x", "w", "history", {"branch": "x"}),
+    ("SHOW HISTORY LIMIT 5", "w", "history", {"branch": "w", "limit": 5}),
+    ("SHOW HISTORY OF x LIMIT 5", None, "history", {"branch": "x", "limit": 5}),
+    (
+        "SHOW HISTORY before-migration limit 2",
+        None,
+        "history",
+        {"branch": "before-migration", "limit": 2},
+    ),
+    # DIFF: without a name, the session's branch
+    ("DIFF", None, "diff", {"branch": "main"}),
+    ("DIFF", "w", "diff", {"branch": "w"}),
+    ("diff x", "w", "diff", {"branch": "x"}),
+    ("DIFF x TO main", None, "diff", {"branch": "x", "to": "main"}),
+    ("DIFF x AS SQL", None, "diff", {"branch": "x", "as_sql": True}),
+    ("DIFF x TO main AS SQL", None, "diff", {"branch": "x", "to": "main", "as_sql": True}),
+    ("DIFF x AS SQL TO main", None, "diff", {"branch": "x", "to": "main", "as_sql": True}),
+    ("DIFF TO main", "w", "diff", {"branch": "w", "to": "main"}),
+    ("diff as sql", "w", "diff", {"branch": "w", "as_sql": True}),
+    ("DIFF x TO main@'-5 minutes'", None, "diff", {"branch": "x", "to": "main@-5 minutes"}),
+    # REBASE WORLD
+    ("REBASE WORLD w", None, "rebase", {"branch": "w"}),
+    (
+        "REBASE WORLD w AT VERSION 2 RESOLVE theirs BY COLUMNS",
+        None,
+        "rebase",
+        {"branch": "w", "version": 2, "resolve": "theirs", "by_columns": True},
+    ),
+    (
+        "rebase world w by columns at version 2",
+        None,
+        "rebase",
+        {"branch": "w", "version": 2, "by_columns": True},
+    ),
+    # CHECKPOINT WORLD, with AS or without
+    ("CHECKPOINT WORLD w AS cp", None, "checkpoint", {"branch": "w", "name": "cp"}),
+    ("CHECKPOINT WORLD w cp", None, "checkpoint", {"branch": "w", "name": "cp"}),
+    (
+        "checkpoint world main as before-migration",
+        None,
+        "checkpoint",
+        {"branch": "main", "name": "before-migration"},
+    ),
+    ('CHECKPOINT WORLD "w" AS "cp"', None, "checkpoint", {"branch": "w", "name": "cp"}),
+    # ROLLBACK WORLD
+    ("ROLLBACK WORLD w TO cp", None, "rollback", {"branch": "w", "checkpoint": "cp"}),
+    (
+        "rollback world w to before-migration",
+        None,
+        "rollback",
+        {"branch": "w", "checkpoint": "before-migration"},
+    ),
+    # RESTORE WORLD ... TO|AT
+    (
+        "RESTORE WORLD main TO '-10 minutes'",
+        None,
+        "restore",
+        {"branch": "main", "at": "-10 minutes"},
+    ),
+    (
+        "RESTORE WORLD main AT '2026-11-30 10:00'",
+        None,
+        "restore",
+        {"branch": "main", "at": "2026-11-30 10:00"},
+    ),
+    ("restore world w at '-1 hour'", None, "restore", {"branch": "w", "at": "-1 hour"}),
+    # UNDO MERGE, UNDO AGENT
+    ("UNDO MERGE w", None, "undo_merge", {"branch": "w"}),
+    ("undo merge w skip changed", None, "undo_merge", {"branch": "w", "skip_changed": True}),
+    ("UNDO AGENT bot SINCE '-1 hour'", None, "undo_agent", {"agent": "bot", "since": "-1 hour"}),
+    (
+        "UNDO AGENT bot SINCE '-1 hour' WHERE run_id = 'r1'",
+        None,
+        "undo_agent",
+        {"agent": "bot", "since": "-1 hour", "run": "r1"},
+    ),
+    (
+        "undo agent bot since '2026-11-30 10:00' where run_id = 'r-1'",
+        None,
+        "undo_agent",
+        {"agent": "bot", "since": "2026-11-30 10:00", "run": "r-1"},
+    ),
+    # USE WORLD
+    ("USE WORLD w", None, "use", {"branch": "w"}),
+    ('use world "my world"', None, "use", {"branch": "my world"}),
+    # a trailing ';' (or several), comments, spacing
+    ("FORK WORLD w;", None, "fork", {"name": "w"}),
+    ("FORK WORLD w ; ;", None, "fork", {"name": "w"}),
+    ("FORK WORLD w -- for the task", None, "fork", {"name": "w"}),
+    ("/* first */ FORK /* the */ WORLD w /* last */;", None, "fork", {"name": "w"}),
+    ("-- why\nMERGE WORLD w\n  DRY RUN -- look first\n", None, "merge_preview", {"branch": "w"}),
+    ("  SHOW\n\tWORLDS  ", None, "branches", {}),
+]
+
+
+@pytest.mark.parametrize(("stmt", "branch", "op", "args"), VALID)
+def test_parse(stmt, branch, op, args):
+    assert parse(stmt, branch) == (op, args)
+
+
+def test_every_form_is_in_the_table():
+    assert {op for op, _ in GRAMMAR} | {"merge_preview"} == {op for _, _, op, _ in VALID}
+
+
+# Each form with every clause: what it parses to is what its operation takes.
+FULL = [
+    "FORK WORLD w FROM main@'-1 hour' WITH (task = 'x', n = 1, ok = true, gone = null)",
+    "MERGE WORLD w INTO x AT VERSION 3 RESOLVE ours BY COLUMNS",
+    "MERGE WORLD w INTO x AT VERSION 3 DRY RUN RESOLVE theirs BY COLUMNS",
+    "DISCARD WORLD w CASCADE",
+    "SHOW WORLDS",
+    "SHOW HISTORY OF w LIMIT 5",
+    "DIFF w TO main AS SQL",
+    "REBASE WORLD w AT VERSION 2 RESOLVE theirs BY COLUMNS",
+    "CHECKPOINT WORLD w AS before-migration",
+    "ROLLBACK WORLD w TO before-migration",
+    "RESTORE WORLD w TO '-1 hour'",
+    "UNDO MERGE w SKIP CHANGED",
+    "UNDO AGENT bot SINCE '-1 hour' WHERE run_id = 'r1'",
+]
+
+
+@pytest.mark.parametrize("stmt", FULL)
+def test_the_arguments_are_the_operations(stmt):
+    op, args = parse(stmt, "main")
+    REGISTRY.get(op).validate(args)  # no unknown parameter, every value of its type
+
+
+# --- malformed statements ------------------------------------------------------------------
+
+# (statement, the form it is held to, what the message says is wrong)
+MALFORMED = [
+    # a name missing
+    ("FORK WORLD", "fork", "<name> is missing"),
+    ("FORK WORLD;", "fork", "<name> is missing"),
+    ("MERGE WORLD", "merge", "<branch> is missing"),
+    ("DISCARD WORLD", "discard", "<branch> is missing"),
+    ("REBASE WORLD", "rebase", "<branch> is missing"),
+    ("CHECKPOINT WORLD w", "checkpoint", "<checkpoint> is missing"),
+    ("CHECKPOINT WORLD w AS", "checkpoint", "<checkpoint> is missing"),
+    ("ROLLBACK WORLD w TO", "rollback", "<checkpoint> is missing"),
+    ("USE WORLD", "use", "<branch> is missing"),
+    ("UNDO MERGE", "undo_merge", "<branch> is missing"),
+    ("MERGE WORLD w INTO", "merge", "<world> is missing"),
+    ("DIFF w TO", "diff", "<other> is missing"),
+    ("FORK WORLD w FROM", "fork", "<branch> is missing"),
+    # a keyword missing, or another word in its place
+    ("ROLLBACK WORLD w cp", "rollback", "expected TO, not cp"),
+    ("RESTORE WORLD main '-1 minute'", "restore", "expected TO, not -1 minute"),
+    ("RESTORE WORLD main", "restore", "TO is missing"),
+    ("UNDO AGENT bot '-1 hour'", "undo_agent", "expected SINCE, not -1 hour"),
+    ("UNDO AGENT bot SINCE '-1 hour' WHERE run = 'r1'", "undo_agent", "expected run_id, not run"),
+    ("UNDO AGENT bot SINCE '-1 hour' WHERE run_id 'r1'", "undo_agent", "expected =, not r1"),
+    ("MERGE WORLD w AT 3", "merge", "expected VERSION, not 3"),
+    ("MERGE WORLD w DRY", "merge", "RUN is missing"),
+    ("MERGE WORLD w BY", "merge", "COLUMNS is missing"),
+    ("UNDO MERGE w SKIP", "undo_merge", "CHANGED is missing"),
+    ("DIFF w AS", "diff", "SQL is missing"),
+    # a name where an SQL string goes, a keyword or punctuation where a name goes
+    ("RESTORE WORLD main TO yesterday", "restore", "expected '<moment>' (an SQL string in quotes)"),
+    ("UNDO AGENT bot SINCE yesterday", "undo_agent", "not yesterday"),
+    ("UNDO AGENT bot SINCE '-1 hour' WHERE run_id = r1", "undo_agent", "not r1"),
+    ("FORK WORLD from", "fork", "expected <name>, not from"),
+    ("FORK WORLD (w)", "fork", "expected <name>, not ("),
+    ("MERGE WORLD into", "merge", "expected <branch>, not into"),
+    # a string where a name goes: meta's keys are names
+    ("FORK WORLD w WITH ('task' = 'x')", "fork", "expected (key = value, ...)"),
+    # not a number where one goes
+    ("MERGE WORLD w AT VERSION x", "merge", "expected <n>, a number, not x"),
+    ("MERGE WORLD w AT VERSION '3'", "merge", "expected <n>, a number, not 3"),
+    ("MERGE WORLD w AT VERSION -1", "merge", "expected <n>, a number, not -1"),
+    ("MERGE WORLD w AT VERSION 1.5", "merge", "expected <n>, a number, not 1.5"),
+    ("MERGE WORLD w AT VERSION", "merge", "<n> is missing"),
+    ("REBASE WORLD w AT VERSION v2", "rebase", "expected <n>, a number, not v2"),
+    ("SHOW HISTORY OF w LIMIT ten", "history", "expected <n>, a number, not ten"),
+    ("SHOW HISTORY LIMIT", "history", "<n> is missing"),
+    # a choice outside its words
+    ("MERGE WORLD w RESOLVE mine", "merge", "expected ours|theirs, not mine"),
+    ("MERGE WORLD w RESOLVE fail", "merge", "expected ours|theirs, not fail"),
+    ("MERGE WORLD w RESOLVE", "merge", "ours|theirs is missing"),
+    ("REBASE WORLD w RESOLVE mine", "rebase", "expected ours|theirs, not mine"),
+    # a clause given twice
+    ("FORK WORLD w FROM main FROM x", "fork", "given twice: FROM"),
+    ("FORK WORLD w WITH (a = 1) WITH (b = 2)", "fork", "given twice: WITH"),
+    ("MERGE WORLD w INTO a INTO b", "merge", "given twice: INTO"),
+    ("MERGE WORLD w DRY RUN DRY RUN", "merge", "given twice: DRY"),
+    ("MERGE WORLD w RESOLVE ours AT VERSION 1 RESOLVE theirs", "merge", "given twice: RESOLVE"),
+    ("discard world w cascade cascade", "discard", "given twice: cascade"),
+    ("SHOW HISTORY LIMIT 1 LIMIT 2", "history", "given twice: LIMIT"),
+    ("DIFF w TO a TO b", "diff", "given twice: TO"),
+    ("DIFF w AS SQL AS SQL", "diff", "given twice: AS"),
+    ("UNDO MERGE w SKIP CHANGED SKIP CHANGED", "undo_merge", "given twice: SKIP"),
+    (
+        "UNDO AGENT bot SINCE '-1 h' WHERE run_id = 'a' WHERE run_id = 'b'",
+        "undo_agent",
+        "given twice: WHERE",
+    ),
+    # an unknown trailing word (or one of another form's clauses)
+    ("SHOW WORLDS extra", "branches", "unexpected: extra"),
+    ("MERGE WORLD w foo", "merge", "unexpected: foo"),
+    ("MERGE WORLD w RUN", "merge", "unexpected: RUN"),
+    ("MERGE WORLD w CASCADE", "merge", "unexpected: CASCADE"),
+    ("REBASE WORLD w DRY RUN", "rebase", "unexpected: DRY"),
+    ("REBASE WORLD w INTO x", "rebase", "unexpected: INTO"),
+    ("DISCARD WORLD w now", "discard", "unexpected: now"),
+    ("DIFF w x", "diff", "unexpected: x"),
+    ("CHECKPOINT WORLD w cp extra", "checkpoint", "unexpected: extra"),
+    ("ROLLBACK WORLD w TO cp extra", "rollback", "unexpected: extra"),
+    ("RESTORE WORLD main TO '-1 minute' extra", "restore", "unexpected: extra"),
+    ("USE WORLD w x", "use", "unexpected: x"),
+    ("FORK WORLD w WITH (a = 1) extra", "fork", "unexpected: extra"),
+    ("FORK WORLD w WITH (a = 1),", "fork", "unexpected: ,"),
+    ("FORK WORLD w; FORK WORLD x", "fork", "unexpected: ;"),
+    # WITH (...) unclosed or not a list
+    ("FORK WORLD w WITH (a = 1", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH (a = 1,", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH (", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH", "fork", "(key = value, ...) is missing"),
+    ("FORK WORLD w WITH ()", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH a = 1", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH (a 1)", "fork", "expected = after a"),
+    ("FORK WORLD w WITH (a = x)", "fork", "with values in quotes or numbers, not x"),
+    ("FORK WORLD w WITH (a = -'x')", "fork", "not -"),
+    ("FORK WORLD w WITH (a = -true)", "fork", "not -true"),
+    ("FORK WORLD w WITH (a = 0x10)", "fork", "not 0x10"),
+]
+
+
+@pytest.mark.parametrize(("stmt", "op", "wrong"), MALFORMED)
+def test_malformed(stmt, op, wrong):
+    with pytest.raises(ChronosError) as info:
+        parse(stmt, "w")
+    assert info.value.code == "22023"
+    assert info.value.message.endswith(f"; its form: {SHOWN[op]}")
+    assert wrong in info.value.message.removesuffix(f"; its form: {SHOWN[op]}")
+
+
+# (statement, what the message says): no form of chronos' starts that way
+UNKNOWN = [
+    ("SHOW TABLES", "unknown statement SHOW TABLES: chronos has SHOW WORLDS; SHOW HISTORY"),
+    ("show tables;", "unknown statement show tables: chronos has SHOW WORLDS; SHOW HISTORY"),
+    (
+        "UNDO SOMETHING",
+        f"unknown statement UNDO SOMETHING: chronos has {SHOWN['undo_merge']}; "
+        f"{SHOWN['undo_agent']}",
+    ),
+    ("UNDO", "unknown statement UNDO: chronos has UNDO MERGE"),
+    ("FORK w", f"unknown statement FORK w: chronos has {SHOWN['fork']}"),
+    ("MERGE w", f"unknown statement MERGE w: chronos has {SHOWN['merge']}"),
+    ("ROLLBACK TABLES", f"unknown statement ROLLBACK TABLES: chronos has {SHOWN['rollback']}"),
+    ("USE w", f"unknown statement USE w: chronos has {SHOWN['use']}"),
+    ("select 1", "not a chronos statement: select 1"),
+    ("", "not a chronos statement"),
+]
+
+
+@pytest.mark.parametrize(("stmt", "message"), UNKNOWN)
+def test_unknown_statement(stmt, message):
+    with pytest.raises(ChronosError) as info:
+        parse(stmt)
+    assert info.value.code == "22023"
+    assert info.value.message.startswith(message)
+
+
+# --- which statements are chronos' ----------------------------------------------------------
+
+CHRONOS = [
+    "FORK WORLD w",
+    "fork world w",
+    "MERGE WORLD w DRY RUN",
+    "DISCARD WORLD w",
+    "SHOW WORLDS",
+    "SHOW HISTORY",
+    "SHOW TABLES",  # chronos' first word: the parser says what chronos has
+    "DIFF",
+    "diff w as sql",
+    "REBASE WORLD w",
+    "CHECKPOINT WORLD w cp",
+    "ROLLBACK WORLD w TO cp",
+    "rollback world w to cp",
+    "ROLLBACK /* c */ WORLD w TO cp",
+    "ROLLBACK\nWORLD w TO cp",
+    "RESTORE WORLD main TO '-1 minute'",
+    "UNDO MERGE w",
+    "UNDO AGENT bot SINCE '-1 hour'",
+    "USE WORLD w",
+    "-- a comment first\nFORK WORLD w",
+    "/* c */ SHOW WORLDS",
+]
+SQLITE = [
+    "ROLLBACK",
+    "rollback",
+    "ROLLBACK;",
+    "ROLLBACK TRANSACTION",
+    "ROLLBACK TO sp",
+    "ROLLBACK TO SAVEPOINT sp",
+    "ROLLBACK TO world",
+    "ROLLBACK TRANSACTION TO SAVEPOINT world",
+    "SAVEPOINT world",
+    "RELEASE world",
+    "select diff from t",
+    "SELECT diff, merge, fork FROM changes",
+    "WITH diff AS (SELECT 1) SELECT * FROM diff",
+    "update diff set fork = 1",
+    "insert into merge values (1)",
+    "create table fork(id integer primary key)",
+    "select 'FORK WORLD w'",
+    "-- FORK WORLD w\nselect 1",
+    "/* SHOW WORLDS */ select 1",
+    "EXPLAIN SELECT 1",
+    "PRAGMA table_info(users)",
+    "BEGIN",
+    "",
+]
+
+
+@pytest.mark.parametrize("stmt", CHRONOS)
+def test_is_chronos(stmt):
+    assert is_chronos(stmt)
+
+
+@pytest.mark.parametrize("stmt", SQLITE)
+def test_is_sqlites(stmt):
+    assert not is_chronos(stmt)
