@@ -784,3 +784,90 @@ def test_a_malformed_statement_in_sql(shop):
     assert info.value.message == f"expected ours|theirs, not mine; its form: {SHOWN['merge']}"
     with pytest.raises(ChronosError, match="^unknown statement SHOW TABLES: chronos has"):
         shop.sql("SHOW TABLES")
+
+
+# --- safe mode ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agent_shop(shop):
+    """A world w with a change and a checkpoint, made by the owner; an agent in safe mode."""
+    shop.sql("FORK WORLD w")
+    shop.sql("CHECKPOINT WORLD w cp")
+    shop.sql("update users set name = 'W' where id = 1", branch="w")
+    return shop
+
+
+READ_ONLY = [
+    ("SHOW WORLDS", None, "name"),
+    ("SHOW HISTORY OF w", None, "checkpoint"),
+    ("SHOW HISTORY", "w", "checkpoint"),
+    ("show history limit 1", None, "forked w"),
+    ("DIFF w", None, "1 change on w"),
+    ("DIFF", "w", "1 change on w"),
+    ("DIFF w AS SQL", None, "UPDATE"),
+    ("DIFF w TO main", None, "1 change on w -> main"),
+    ("MERGE WORLD w DRY RUN", None, "w is at version"),
+    ("merge world w resolve ours dry run", None, "w is at version"),
+]
+
+
+@pytest.mark.parametrize(("stmt", "branch", "shown"), READ_ONLY)
+def test_safe_mode_reads(agent_shop, stmt, branch, shown):
+    before = state(agent_shop)
+    on = {"branch": branch} if branch else {}
+    reply = agent_shop.call("sql", caller=Caller(mode="safe"), sql=stmt, **on)
+    assert shown in reply.text
+    assert state(agent_shop) == before
+
+
+REFUSED = [
+    "FORK WORLD s",
+    "MERGE WORLD w",
+    "MERGE WORLD w AT VERSION 1",
+    "DISCARD WORLD w",
+    "DISCARD WORLD w CASCADE",
+    "REBASE WORLD w",
+    "CHECKPOINT WORLD w cp2",
+    "ROLLBACK WORLD w TO cp",
+    "RESTORE WORLD main TO '-1 minute'",
+    "RESTORE WORLD w AT '-1 minute'",
+    "UNDO MERGE w",
+    "UNDO AGENT owner SINCE '-1 minute'",
+    "USE WORLD w",
+    "SHOW WORLDS; FORK WORLD s",
+]
+
+
+@pytest.mark.parametrize("stmt", REFUSED)
+def test_safe_mode_refuses_what_changes_worlds(agent_shop, stmt):
+    before = state(agent_shop)
+    with pytest.raises(ChronosError) as info:
+        agent_shop.call("sql", caller=Caller(mode="safe"), sql=stmt)
+    assert info.value.code == "42501"
+    assert info.value.message.startswith("safe mode: agents can't fork, merge, restore")
+    assert state(agent_shop) == before
+
+
+def test_safe_mode_refuses_them_on_the_agents_own_world(agent_shop):
+    agent = Caller(mode="safe")
+    agent_shop.call("fork", caller=agent, name="mine")  # the fork tool: allowed
+    agent_shop.call(
+        "sql", caller=agent, sql="update users set name = 'A' where id = 1", branch="mine"
+    )
+    before = state(agent_shop)
+    for stmt in ("CHECKPOINT WORLD mine cp", "DISCARD WORLD mine", "FORK WORLD sub FROM mine"):
+        with pytest.raises(ChronosError) as info:
+            agent_shop.call("sql", caller=agent, sql=stmt, branch="mine")
+        assert info.value.code == "42501"
+    assert state(agent_shop) == before
+    assert (
+        "1 change on mine" in agent_shop.call("sql", caller=agent, sql="DIFF", branch="mine").text
+    )
+
+
+def test_safe_mode_malformed_shows_the_form(agent_shop):
+    with pytest.raises(ChronosError) as info:
+        agent_shop.call("sql", caller=Caller(mode="safe"), sql="MERGE WORLD w AT VERSION x")
+    assert info.value.code == "22023"
+    assert info.value.message.endswith(f"; its form: {SHOWN['merge']}")
