@@ -12,6 +12,7 @@ grammar below is also what an error shows and what docs/sql.md lists:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -84,6 +85,7 @@ class Form:
         return tuple(words)
 
 
+_NUMBER = re.compile(r"^-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE]-?[0-9]+)?$", re.ASCII)
 _SLOT = re.compile(r"^(')?<([a-z_]+)(?::([a-z_]+))?(?::(int))?>(')?$")
 
 
@@ -260,7 +262,8 @@ class _Reader:
             raise _Unexpected(f"{item.shown} is missing")
         text, kind = token
         if item.kind == "word":
-            if text.upper() not in item.words and text not in item.words:
+            quoted = kind in ("string", "name")  # 'RUN' is a value, not the keyword
+            if quoted or text.upper() not in (w.upper() for w in item.words):
                 raise _Unexpected(f"expected {item.shown}, not {text}")
             self.at += 1
         elif item.kind == "slot":
@@ -271,7 +274,7 @@ class _Reader:
             self.args[item.arg] = text
             self.at += 1
         elif item.kind == "int":
-            if kind != "word" or not text.isdigit():
+            if kind != "word" or not (text.isascii() and text.isdigit()):
                 raise _Unexpected(f"expected {item.shown}, a number, not {text}")
             self.args[item.arg] = int(text)
             self.at += 1
@@ -303,8 +306,12 @@ class _Reader:
         meta: dict[str, Any] = {}
         while True:
             key = self._peek()
-            if key is None or key[1] not in ("word", "name"):
-                raise _Unexpected(expected)
+            if key is None:
+                raise _Unexpected("WITH ( is not closed: ) is missing")
+            if key[1] not in ("word", "name"):
+                raise _Unexpected(f"expected a key (a name), not {key[0]!r}")
+            if key[0] in meta:
+                raise _Unexpected(f"given twice: {key[0]}")
             self.at += 1
             self._expect("=", f"expected = after {key[0]}")
             meta[key[0]] = self._value(expected)
@@ -312,7 +319,9 @@ class _Reader:
             if token == (")", "punct"):
                 self.at += 1
                 return meta
-            self._expect(",", expected)
+            if token is None:
+                raise _Unexpected("WITH ( is not closed: ) is missing")
+            self._expect(",", f"expected , or ) after {key[0]}'s value")
 
     def _value(self, expected: str) -> Any:
         token = self._peek()
@@ -330,13 +339,10 @@ class _Reader:
             lowered = text.lower()
             if lowered in ("true", "false", "null") and not sign:
                 return {"true": True, "false": False, "null": None}[lowered]
-            try:
-                return int(sign + text)
-            except ValueError:
-                try:
-                    return float(sign + text)
-                except ValueError:
-                    pass
+            if _NUMBER.match(text):  # written as SQL writes numbers: no nan, inf, ², 1_000
+                number = float(sign + text) if "." in text or "e" in lowered else int(sign + text)
+                if math.isfinite(number):
+                    return number
         raise _Unexpected(f"{expected}, not {text}")
 
     def _expect(self, punct: str, message: str) -> None:

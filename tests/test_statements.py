@@ -298,7 +298,7 @@ MALFORMED = [
     ("FORK WORLD (w)", "fork", "expected <name>, not ("),
     ("MERGE WORLD into", "merge", "expected <branch>, not into"),
     # a string where a name goes: meta's keys are names
-    ("FORK WORLD w WITH ('task' = 'x')", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH ('task' = 'x')", "fork", "expected a key (a name), not 'task'"),
     # not a number where one goes
     ("MERGE WORLD w AT VERSION x", "merge", "expected <n>, a number, not x"),
     ("MERGE WORLD w AT VERSION '3'", "merge", "expected <n>, a number, not 3"),
@@ -346,11 +346,13 @@ MALFORMED = [
     ("FORK WORLD w WITH (a = 1),", "fork", "unexpected: ,"),
     ("FORK WORLD w; FORK WORLD x", "fork", "unexpected: ;"),
     # WITH (...) unclosed or not a list
-    ("FORK WORLD w WITH (a = 1", "fork", "expected (key = value, ...)"),
-    ("FORK WORLD w WITH (a = 1,", "fork", "expected (key = value, ...)"),
-    ("FORK WORLD w WITH (", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH (a = 1", "fork", "WITH ( is not closed: ) is missing"),
+    ("FORK WORLD w WITH (a = 1,", "fork", "WITH ( is not closed: ) is missing"),
+    ("FORK WORLD w WITH (", "fork", "WITH ( is not closed: ) is missing"),
+    ("FORK WORLD w WITH (a = 1, a = 2)", "fork", "given twice: a"),
+    ("MERGE WORLD w DRY 'RUN'", "merge", "expected RUN, not RUN"),
     ("FORK WORLD w WITH", "fork", "(key = value, ...) is missing"),
-    ("FORK WORLD w WITH ()", "fork", "expected (key = value, ...)"),
+    ("FORK WORLD w WITH ()", "fork", "expected a key (a name), not ')'"),
     ("FORK WORLD w WITH a = 1", "fork", "expected (key = value, ...)"),
     ("FORK WORLD w WITH (a 1)", "fork", "expected = after a"),
     ("FORK WORLD w WITH (a = x)", "fork", "with values in quotes or numbers, not x"),
@@ -396,11 +398,6 @@ def test_unknown_statement(stmt, message):
     assert info.value.message.startswith(message)
 
 
-@pytest.mark.xfail(
-    reason="BUG: a digit str.isdigit() takes but int() doesn't (², ³) raises ValueError, "
-    "not ChronosError 22023",
-    strict=True,
-)
 @pytest.mark.parametrize("stmt", ["MERGE WORLD w AT VERSION ²", "SHOW HISTORY LIMIT ³"])
 def test_a_number_python_cant_read_is_malformed(stmt):
     with pytest.raises(ChronosError) as info:
@@ -409,32 +406,17 @@ def test_a_number_python_cant_read_is_malformed(stmt):
     assert "a number" in info.value.message
 
 
-@pytest.mark.xfail(
-    reason="BUG: bare nan, inf, infinity (and 1e400) in WITH (...) are read as float NaN/inf, "
-    "stored as invalid JSON (NaN, Infinity) in the world's meta",
-    strict=True,
-)
 @pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-Infinity", "1e400"])
 def test_meta_values_are_sql_values(value):
     with pytest.raises(ChronosError, match="values in quotes or numbers"):
         parse(f"FORK WORLD w WITH (v = {value})")
 
 
-@pytest.mark.xfail(
-    reason="BUG: run_id in UNDO AGENT ... WHERE run_id = '<run>' is matched case-sensitively "
-    "(RUN_ID, Run_Id refused) while every other keyword is case-insensitive",
-    strict=True,
-)
 def test_run_id_is_a_keyword_in_any_case():
     expected = ("undo_agent", {"agent": "bot", "since": "-1 hour", "run": "r1"})
     assert parse("UNDO AGENT bot SINCE '-1 hour' WHERE RUN_ID = 'r1'") == expected
 
 
-@pytest.mark.xfail(
-    reason="BUG (message): an unclosed WITH ( says only 'expected (key = value, ...) with "
-    "values in quotes or numbers', not that the ) is missing, unlike the parser's other errors",
-    strict=True,
-)
 def test_an_unclosed_with_says_what_is_missing():
     with pytest.raises(ChronosError) as info:
         parse("FORK WORLD w WITH (a = 1")
@@ -577,22 +559,12 @@ def test_fork_world_refused_by_the_registry(shop):
     assert list(worlds(shop)) == ["main", "w"]
 
 
-@pytest.mark.xfail(
-    reason="BUG: FORK WORLD x WITH (v = nan) forks x with meta {'v': NaN}; SHOW WORLDS shows "
-    "its meta as '{\"v\": NaN}', not JSON",
-    strict=True,
-)
 def test_fork_world_with_nan_is_refused(shop):
     with pytest.raises(ChronosError):
         shop.sql("FORK WORLD x WITH (v = nan)")
     assert list(worlds(shop)) == ["main"]
 
 
-@pytest.mark.xfail(
-    reason="BUG: SHOW HISTORY LIMIT ² raises ValueError out of the sql operation (over MCP: "
-    "XX000 internal error), not ChronosError 22023",
-    strict=True,
-)
 def test_a_number_python_cant_read_in_sql(shop):
     with pytest.raises(ChronosError) as info:
         shop.sql("SHOW HISTORY LIMIT ²")
