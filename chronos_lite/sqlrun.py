@@ -122,6 +122,7 @@ def _run(
     # transaction, no other writer can add any between)
     before = events.positions(conn, db.tables()) if writes and on_main else None
     clock = events.clock(conn) if writes and not on_main else None  # ticks after it are ours
+    schema = _schema_version(conn) if writes and explicit else None
     for index, stmt in enumerate(statements, start=1):
         try:
             result = _statement(db, session, stmt, binds, explicit and writes, max_rows)
@@ -137,10 +138,26 @@ def _run(
     elif not conn.get_autocommit():
         conn.execute("ROLLBACK")
         outcome.rolled_back_open = True
-    elif writes and explicit:  # the call's own BEGIN ... COMMIT: recorded after it
+    elif writes and explicit and _committed(db, conn, before, clock, schema):
+        # the call's own BEGIN ... COMMIT: recorded after it (not when it rolled back)
         with db.write(db.main.conn) as main:
             _record(db, session, main, outcome, before, clock)
     return outcome
+
+
+def _schema_version(conn: apsw.Connection) -> int:
+    return conn.execute("pragma schema_version").fetchone()[0]
+
+
+def _committed(
+    db: Database, conn: apsw.Connection, before: dict | None, clock: int | None, schema: int | None
+) -> bool:
+    """Whether a call's own transactions left anything written (they may all roll back)."""
+    if _schema_version(conn) != schema:
+        return True
+    if before is not None:
+        return events.positions(conn, db.tables()) != before
+    return clock is not None and events.clock(conn) != clock
 
 
 def _record(
@@ -156,7 +173,8 @@ def _record(
     ddl = any(r.ddl for r in outcome.results)
     if not rows and not ddl:
         return
-    first = " ".join(outcome.results[0].sql.split()) if outcome.results else ""
+    writing = [r for r in outcome.results if r.changed or r.ddl] or outcome.results
+    first = " ".join(writing[0].sql.split()) if writing else ""  # (not the BEGIN)
     detail: dict = {"sql": first if len(first) <= 200 else first[:197] + "..."}
     if len(outcome.results) > 1:
         detail["statements"] = len(outcome.results)
@@ -200,7 +218,9 @@ def _statement(
         stmt = _as_of(db, session, stmt)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
         _drop_history_triggers_for(conn, stmt)
-    if session.world is not None:
+    control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
+    # the last statement's count, and a world's clock must not tick outside the transaction)
+    if session.world is not None and not control:
         db.begin_world_write(conn, sqltext.conflict_mode(stmt), sqltext.may_write(stmt))
     if session.world is not None and words[:1] in (["INSERT"], ["REPLACE"]):
         adapted = adapt_insert(db, session, stmt, binds, _world_execute)
@@ -213,7 +233,7 @@ def _statement(
                 )
             return StatementResult(stmt, adapted.columns, adapted.rows, changed=adapted.changed)
     rows, desc = _execute(conn, stmt, binds, session.world is not None, max_rows)
-    changed = 0 if ddl else db.rows_written(session)
+    changed = 0 if ddl or control else db.rows_written(session)
     if changed and session.world is not None:
         db.bump_version(conn, session.world)
     if ddl:

@@ -142,3 +142,18 @@ def test_a_world_cannot_write_mains_tables_by_qualified_name(shop):
         assert err.value.code == "42501"
     assert shop.query("select name from users") == [{"name": "Ada"}]
     assert shop.query("select name from main.users", branch="w") == [{"name": "Ada"}]
+
+
+@pytest.mark.parametrize("branch", ["main", "w"])
+def test_a_call_whose_own_transaction_rolls_back_records_nothing(shop, branch):
+    shop.fork("w")
+    before = shop.call("history", branch=branch).data["events"]
+    version = shop.world("w").version
+    sql = "begin; insert into users(name) values ('x'); select count(*) from users; rollback"
+    assert shop.sql(sql, branch=branch).results[-1].tag == "ROLLBACK"
+    assert shop.call("history", branch=branch).data["events"] == before
+    assert shop.world("w").version == version
+    shop.sql("begin; insert into users(name) values ('y'); commit", branch=branch)
+    event = shop.call("history", branch=branch).data["events"][0]
+    assert (event["event"], event["rows"]) == ("write", 1)  # BEGIN and COMMIT write no rows
+    assert event["detail"]["sql"].startswith("insert into users")
