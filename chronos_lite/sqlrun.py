@@ -515,5 +515,7 @@ def _explain(
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."
         undone = "an open transaction was rolled back" if explicit else "nothing was changed"
+        failed = {"statement": index, "of": total, "error": message}
         message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
+        return ChronosError(message, code, failed)
     return ChronosError(message, code)

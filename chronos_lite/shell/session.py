@@ -134,22 +134,11 @@ class Shell:
     def _statement(self, stmt: str) -> None:
         words = sqltext.keywords(stmt, 2)
         if self.pending is not None:
-            if words[:1] and words[0] in TRANSACTION_ENDS:
-                script, self.pending = "\n".join([*self.pending, stmt]), None
-                self._sql(script)
-            elif words in (["ROLLBACK"], ["ROLLBACK", "TRANSACTION"]):
-                self.pending = None
-                self._print("ROLLBACK")
-            elif chronos_sql.is_chronos(stmt):
-                raise ChronosError(
-                    f"{' '.join(words)} runs its own transaction: COMMIT or ROLLBACK first"
-                )
-            else:
-                self.pending.append(stmt)
+            self._in_transaction(stmt, words)
             return
         if words[:1] == ["BEGIN"]:
             self.pending = [stmt]
-            self._print("BEGIN (the transaction's statements run together at COMMIT)")
+            self._print("BEGIN")
             return
         if chronos_sql.is_chronos(stmt):
             op, args = chronos_sql.parse(stmt, self.branch)
@@ -159,9 +148,41 @@ class Shell:
                 return
         self._sql(stmt)
 
-    def _sql(self, sql: str) -> None:
+    def _in_transaction(self, stmt: str, words: list[str]) -> None:
+        """A statement typed after BEGIN. Each call is its own session, so the transaction
+        runs as one call at COMMIT; until then each statement is shown as it would be, by
+        running the transaction so far and rolling it back (a prompt's, not a script's: that
+        would run a long script's statements over and over)."""
+        assert self.pending is not None
+        if words[:1] and words[0] in TRANSACTION_ENDS:
+            script, self.pending = _joined([*self.pending, stmt]), None
+            self._sql(script, first=-1 if self.interactive else 1)  # (BEGIN was shown)
+        elif words in (["ROLLBACK"], ["ROLLBACK", "TRANSACTION"]):
+            self.pending = None
+            self._print("ROLLBACK")
+        elif chronos_sql.is_chronos(stmt):
+            raise ChronosError(
+                f"{' '.join(words)} runs its own transaction: COMMIT or ROLLBACK first"
+            )
+        elif not self.interactive:
+            self.pending.append(stmt)
+        else:
+            trial = _joined([*self.pending, stmt, "ROLLBACK"])
+            try:
+                self._sql(trial, first=len(self.pending), last=len(self.pending))
+            except ChronosError as exc:
+                reason = exc.data["error"] if isinstance(exc.data, dict) else exc.message
+                raise ChronosError(
+                    f"{reason} (the transaction goes on without this statement)", exc.code
+                ) from None
+            self.pending.append(stmt)
+
+    def _sql(self, sql: str, first: int = 0, last: int | None = None) -> None:
+        """Run a call and show its results from ``first`` to ``last`` (negative: from the
+        end)."""
         reply = self.call("sql", {"sql": sql, "branch": self.branch})
-        for result in reply.data["results"]:
+        results = reply.data["results"]
+        for result in results[first : None if last is None else last + 1]:
             if "columns" in result:
                 self._result(result["columns"], result["rows"])
             elif self.format == "json":
@@ -383,6 +404,12 @@ BUILTINS: dict[str, Command] = {
 }
 # Short names for operations, as psql spells them.
 ALIASES = {"d": "describe", "worlds": "branches"}
+
+
+def _joined(statements: list[str]) -> str:
+    """Statements as one script again (each ``;`` on a line of its own: a statement may end
+    in a -- comment)."""
+    return "\n;\n".join(statements)
 
 
 def split_script(text: str) -> list[tuple[int, str]]:
