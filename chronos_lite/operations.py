@@ -48,7 +48,10 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     "params. Statements without BEGIN run as one transaction (a failure rolls back the whole "
     "call); BEGIN ... COMMIT must both be in the call. Returns each result as a psql-style "
     "table, or a statement's tag (UPDATE 1). Select only the rows you need (use LIMIT): over "
-    "MCP a result holds at most 1000 rows and says how to page on.",
+    "MCP a result holds at most 1000 rows and says how to page on. Chronos' statements run "
+    "their operation, one per call: SHOW WORLDS, DIFF [branch] [TO other] [AS SQL], MERGE "
+    "WORLD name DRY RUN, SHOW HISTORY [branch], FORK WORLD name, ...; and SELECT ... FROM t AS "
+    "OF '<moment>' reads a table as it was.",
     destructive=True,
 )
 def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
