@@ -98,6 +98,7 @@ c "DISCARD WORLD task-2 CASCADE"
 c "SHOW WORLDS"
 
 title "Read the past"
+c "select * from users order by id"
 c "select * from users AS OF '$since' order by id"
 c -b "main@$since" "select count(*) from users"
 
