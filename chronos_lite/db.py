@@ -463,7 +463,8 @@ class Database:
                 names = ", ".join(w.name for w in below)
                 raise ChronosError(
                     f"branch '{name}' has branches forked from it ({names}): discard those "
-                    f"first, or pass cascade=true (--cascade) to discard them too",
+                    f"first, or pass cascade=true (--cascade; in SQL DISCARD WORLD {name} CASCADE) "
+                    f"to discard them too",
                     IN_USE,
                 )
             gone = [*reversed(below), world]

@@ -80,6 +80,8 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
         else:
             parts.append(result.tag)
             data.append({"statement": _short(result.sql), "tag": result.tag})
+        if result.report is not None:  # a chronos statement: its operation's data too
+            data[-1]["data"] = result.report
     if outcome.rolled_back_open:
         parts.append(
             "ROLLBACK: the call ended with its transaction still open, so it was rolled back; "

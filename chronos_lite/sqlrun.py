@@ -34,6 +34,7 @@ class StatementResult:
     more: bool = False  # rows past max_rows were left unread
     changed: int = 0  # rows it wrote
     ddl: bool = False  # it changed the schema
+    report: Any = None  # a chronos statement's operation's data (what --json shows)
 
 
 @dataclass
@@ -84,8 +85,7 @@ def _chronos_statement(
     if len(statements) > 1:
         first = next(s for s in statements if chronos_sql.is_chronos(s))
         raise ChronosError(
-            f"{' '.join(sqltext.keywords(first, 2))} runs its own transaction: send it in a "
-            f"call of its own",
+            f"{chronos_sql.lead(first)} runs its own transaction: send it in a call of its own",
             errors.BAD_ARGUMENT,
         )
     stmt = statements[0]
@@ -103,6 +103,7 @@ def _chronos_statement(
         if reply.table
         else StatementResult(stmt, tag=reply.text)
     )
+    result.report = reply.data
     return SqlOutcome(branch or "main", [result])
 
 
@@ -283,9 +284,10 @@ def _world_guard(
 _ROW_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE}
 _denied: list[str] = []  # the main table a world statement named (for the message)
 _running: set[int] = set()  # connections (by id) running a user's statement now
-# User statements are prepared under their text plus this mark, so the statement cache never
-# hands a user a statement prepared for chronos itself (which the guard did not check).
-USER_MARK = "\n/* chronos: user sql */"
+# User statements are prepared under this mark plus their text, so the statement cache never
+# hands a user a statement prepared for chronos itself (which the guard did not check). In
+# front: at the end it became part of an unnamed last column's name (select 1).
+USER_MARK = "/* chronos: user sql */\n"
 
 
 def _install_guard(conn: apsw.Connection, world: bool) -> None:
@@ -317,7 +319,7 @@ def _execute(
     _denied.clear()
     _running.add(id(conn))
     try:
-        cursor.execute(stmt + USER_MARK, binds or None)
+        cursor.execute(USER_MARK + stmt, binds or None)
         if limit is None:
             rows = cursor.fetchall()
         else:  # one more than asked: whether there are more (a write is done by its first step)

@@ -145,6 +145,16 @@ def forms_for(first: str) -> list[Form]:
     return [f for f in FORMS if f.head[0].items[0].words[0] == first]
 
 
+def lead(stmt: str) -> str:
+    """The keywords a chronos statement starts with, as the grammar spells them (FORK WORLD,
+    DIFF, SHOW WORLDS): what a message names it by."""
+    words = [t.upper() for t, kind in _tokens(stmt)[:2] if kind == "word"]
+    for form in forms_for(words[0] if words else ""):
+        if list(form.lead) == words[: len(form.lead)]:
+            return " ".join(form.lead)
+    return words[0] if words else ""
+
+
 @cache
 def _grammar_words(first: str) -> frozenset[str]:
     return frozenset(

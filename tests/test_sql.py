@@ -157,3 +157,8 @@ def test_a_call_whose_own_transaction_rolls_back_records_nothing(shop, branch):
     event = shop.call("history", branch=branch).data["events"][0]
     assert (event["event"], event["rows"]) == ("write", 1)  # BEGIN and COMMIT write no rows
     assert event["detail"]["sql"].startswith("insert into users")
+
+
+def test_an_unnamed_column_is_named_by_its_expression_alone(shop):
+    result = shop.sql("select 1, 2 + 3").results[0]
+    assert result.columns == ["1", "2 + 3"]

@@ -32,7 +32,8 @@ from .diff import ORDER, row_text
 HINT = (
     "settle them with resolve (ours or theirs), by_columns (only a column both sides "
     'changed conflicts), rows ({"table/id": "ours" | "theirs" | "delete" | {row}}), '
-    "or look first with merge_preview"
+    "or look first with merge_preview (in SQL: MERGE WORLD <name> RESOLVE theirs, ... BY "
+    "COLUMNS, ... DRY RUN)"
 )
 
 

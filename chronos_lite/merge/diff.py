@@ -79,7 +79,7 @@ def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
     if world is None:
         raise ChronosError(
             "main has no fork to compare with: give a branch you forked (or compare a branch "
-            "with main: diff <branch> with to=main)",
+            "with main: diff <branch> with to=main; in SQL DIFF <branch> TO main)",
             BAD_ARGUMENT,
         )
     parent = db.session(world.parent if world.parent_id is not None else None)

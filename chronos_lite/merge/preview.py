@@ -35,7 +35,8 @@ def preview(
     footer = page_footer(offset, len(page), len(rows), "rows", "merge_preview")
     tail = [
         f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
-        f"version={world.version} to merge exactly this"
+        f"version={world.version} (MERGE WORLD {name} AT VERSION {world.version}) to merge "
+        f"exactly this"
         + (f" (and target={stands} with rows settled)" if _settled(opts) else "")
         + (f"; pass version={world.version} with later pages" if footer else "")
         + "."

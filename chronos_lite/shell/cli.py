@@ -85,10 +85,9 @@ def _positionals(op: Operation) -> list[str]:
     return op.required + extra
 
 
-def op_parser(op: Operation) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=f"chronos <folder> {_cli_name(op.name)}", description=op.description, add_help=False
-    )
+def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.ArgumentParser:
+    """The operation's command line (``prog``: what comes before its name; the shell's \\)."""
+    parser = _Parser(prog=f"{prog}{_cli_name(op.name)}", description=op.description, add_help=False)
     for name in _positionals(op):
         # Optional here so a missing one is reported by the registry, as on every front end.
         parser.add_argument(
@@ -115,9 +114,11 @@ def op_parser(op: Operation) -> argparse.ArgumentParser:
     return parser
 
 
-def parse_operation_args(op: Operation, argv: Sequence[str]) -> tuple[dict[str, Any], bool]:
+def parse_operation_args(
+    op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
+) -> tuple[dict[str, Any], bool]:
     """The operation's arguments from a command line, and whether --json was asked for."""
-    ns = op_parser(op).parse_intermixed_args(list(argv))
+    ns = op_parser(op, prog).parse_intermixed_args(list(argv))
     args: dict[str, Any] = {}
     for name, spec in op.properties.items():
         option = getattr(ns, f"opt_{name}")
@@ -218,9 +219,9 @@ def _shell(folder: str, argv: list[str]) -> int:
     parser.add_argument("-X", "--no-config", action="store_true")
     ns = parser.parse_args(argv)
     settings = config.Settings(pager=None) if ns.no_config else config.load()
-    for problem in settings.problems:
-        print(f"chronos: {problem}", file=sys.stderr)
     script = _script(ns)
+    for problem in settings.problems if script is None else []:  # scripts don't read it
+        print(f"chronos: {problem}", file=sys.stderr)
     with chronos_lite.open(folder) as db:
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
         if script is None:
@@ -235,11 +236,10 @@ def _shell(folder: str, argv: list[str]) -> int:
 
 def _script(ns: argparse.Namespace) -> list[tuple[str, str]] | None:
     """What to run instead of the prompt: -c statements, a file, or what a pipe sends."""
-    if ns.command:
-        return [("", command) for command in ns.command]
-    if ns.file:
-        try:
-            return [(ns.file, Path(ns.file).read_text())]
+    if ns.command or ns.file:
+        commands = [("", command) for command in ns.command]
+        try:  # -c statements first, then the file
+            return commands + ([(ns.file, Path(ns.file).read_text())] if ns.file else [])
         except OSError as exc:
             raise ChronosError(f"can't read {ns.file}: {exc.strerror}") from None
     if not sys.stdin.isatty():

@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -68,18 +69,17 @@ def terminal_size() -> os.terminal_size:
 
 
 def show(text: str, out: TextIO, pager: str | None) -> None:
-    """Write ``text``; through the pager when it is given and the text doesn't fit."""
-    if pager and _too_big(text):
+    """Write ``text``; through the pager when it is given and the text is taller than the
+    terminal (a wide one alone would leave the pager waiting at a screen that fits)."""
+    if pager and text.count("\n") >= terminal_size().lines - 2:
+        # Ctrl-C belongs to the pager while it runs (it reaches the whole process group)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             subprocess.run(shlex.split(pager), input=text + "\n", text=True, check=False)
             return
         except OSError:
             pass  # no such pager: print it as it is
+        finally:
+            signal.signal(signal.SIGINT, previous)
     out.write(text + "\n")
     out.flush()
-
-
-def _too_big(text: str) -> bool:
-    size = terminal_size()
-    lines = text.split("\n")
-    return len(lines) >= size.lines - 1 or max(len(line) for line in lines) > size.columns

@@ -162,7 +162,7 @@ class Shell:
             self._print("ROLLBACK")
         elif chronos_sql.is_chronos(stmt):
             raise ChronosError(
-                f"{' '.join(words)} runs its own transaction: COMMIT or ROLLBACK first"
+                f"{chronos_sql.lead(stmt)} runs its own transaction: COMMIT or ROLLBACK first"
             )
         elif not self.interactive:
             self.pending.append(stmt)
@@ -183,13 +183,15 @@ class Shell:
         reply = self.call("sql", {"sql": sql, "branch": self.branch})
         results = reply.data["results"]
         for result in results[first : None if last is None else last + 1]:
-            if "columns" in result:
+            if self.format == "json" and "data" in result:  # a chronos statement's data
+                self._print(json.dumps(result["data"], ensure_ascii=False, default=str))
+            elif "columns" in result:
                 self._result(result["columns"], result["rows"])
             elif self.format == "json":
                 self._print(json.dumps({"tag": result["tag"]}, ensure_ascii=False))
-            elif self.format == "csv":
-                self.err.write(result["tag"] + "\n")
-            else:
+            elif self.format == "csv" and "data" not in result:
+                self.err.write(result["tag"] + "\n")  # stdout: CSV only
+            else:  # (a chronos statement's report, DIFF's, is what was asked for)
                 self._print(result["tag"])
         if reply.data.get("rolled_back"):
             self._print(reply.text.rsplit("\n", 1)[-1])
@@ -282,7 +284,7 @@ class Shell:
             raise ChronosError(f"\\{word}: {exc} (close the quote)") from None
         if word == "d" and argv and not argv[0].startswith("-"):
             argv = ["--table", argv[0], *argv[1:]]
-        args, as_json = parse_operation_args(op, argv)
+        args, as_json = parse_operation_args(op, argv, "\\")
         if "branch" in op.properties and "branch" not in args:
             if "branch" not in op.required or op.read_only:
                 args["branch"] = self.branch
@@ -306,8 +308,7 @@ class Shell:
             if word in BUILTINS:
                 self._print(f"\\{word} {BUILTINS[word].args}  {BUILTINS[word].help}")
             else:
-                text = op_parser(REGISTRY.get(name)).format_help()
-                self._print(text.replace("chronos <folder> ", "\\").rstrip())
+                self._print(op_parser(REGISTRY.get(name), "\\").format_help().rstrip())
             return
         lines = ["Shell commands:"]
         for word, command in BUILTINS.items():
