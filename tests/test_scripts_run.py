@@ -56,3 +56,18 @@ def test_shell_benchmark_quick_run_completes(tmp_path):
     proc = _run("benchmarks/bench_shell.py", "--quick", "--json", str(out))
     assert "point select in the shell" in proc.stdout and "start and answer" in proc.stdout
     assert out.read_text().startswith("{")
+
+
+def test_sql_statements_example_runs(tmp_path):
+    import os
+
+    env = {**os.environ, "CHRONOS": str(Path(sys.executable).with_name("chronos"))}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "examples/sql_statements.sh"), str(tmp_path / "story")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "FORK WORLD" in proc.stdout and "its form:" in proc.stdout
