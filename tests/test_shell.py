@@ -60,7 +60,7 @@ class Terminal:
 
     def __init__(
         self,
-        db: chronos_lite.Database,
+        db: chronos_lite.Chronos,
         folder: Path,
         history: Path,
         settings: Settings | None = None,
@@ -104,17 +104,29 @@ class Terminal:
 
             helper = threading.Thread(target=drive, daemon=True)
             helper.start()
-            code = repl.run(
-                self.shell,
-                str(self.folder),
-                self.history,
-                list(startup),
-                input=inp,
-                output=DummyOutput(),
-            )
+            hung = threading.Event()
+
+            def hang_up() -> None:  # a session that doesn't end fails instead of hanging
+                hung.set()
+                inp.close()
+
+            watchdog = threading.Timer(6 * STEP, hang_up)
+            watchdog.start()
+            try:
+                code = repl.run(
+                    self.shell,
+                    str(self.folder),
+                    self.history,
+                    list(startup),
+                    input=inp,
+                    output=DummyOutput(),
+                )
+            finally:
+                watchdog.cancel()
             helper.join(STEP)
         if failure:
             raise failure[0]
+        assert not hung.is_set(), "the session didn't end"
         return code
 
     def wait_for(self, text: str) -> str:
@@ -127,7 +139,7 @@ def term(shop, folder, tmp_path) -> Terminal:
     return Terminal(shop, folder, tmp_path / "history")
 
 
-def names(db: chronos_lite.Database, branch: str = "main") -> list[str]:
+def names(db: chronos_lite.Chronos, branch: str = "main") -> list[str]:
     return [r["name"] for r in db.query("select name from users order by id", branch=branch)]
 
 
