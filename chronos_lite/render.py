@@ -37,17 +37,25 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = [_join([c.ljust(w) for c, w in zip(columns, widths)])]
     lines.append("-+-".join("-" * w for w in widths).join(["-", "-"]))
     for t in texts:
-        parts = [
-            (v.rjust(w) if numeric[i] else v.ljust(w)) for i, (v, w) in enumerate(zip(t, widths))
-        ]
-        lines.append(_join(parts))
+        cells = [v.split("\n") for v in t]
+        for k in range(max((len(c) for c in cells), default=1)):
+            parts = [
+                (c[k] if k < len(c) else "").rjust(w)
+                if numeric[i]
+                else (c[k] if k < len(c) else "").ljust(w)
+                for i, (c, w) in enumerate(zip(cells, widths))
+            ]
+            # psql's mark for a value that goes on on the next line: + after it
+            lines.append(_join(parts, [k < len(c) - 1 for c in cells]))
     n = len(rows)
     lines.append(f"({n} row{'s' if n != 1 else ''})")
     return "\n".join(lines)
 
 
-def _join(parts: list[str]) -> str:
-    return (" " + " | ".join(parts)).rstrip()
+def _join(parts: list[str], more: list[bool] | None = None) -> str:
+    if not more or not any(more):
+        return (" " + " | ".join(parts)).rstrip()
+    return "|".join(f" {p}{'+' if m else ' '}" for p, m in zip(parts, more)).rstrip()
 
 
 def json_value(value: Any) -> Any:

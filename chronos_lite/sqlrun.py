@@ -197,7 +197,7 @@ def _statement(
 ) -> StatementResult:
     conn = session.conn
     words = sqltext.keywords(stmt, 6)
-    if immediate and words[:1] == ["BEGIN"] and not {"IMMEDIATE", "EXCLUSIVE"} & set(words):
+    if immediate and words in (["BEGIN"], ["BEGIN", "TRANSACTION"], ["BEGIN", "DEFERRED"]):
         # A script that writes takes the write lock up front, so it waits for other writers
         # instead of failing with 'database is locked' when it first writes.
         stmt = "BEGIN IMMEDIATE"

@@ -183,9 +183,12 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
         raise ChronosError(f"unknown statement {shown}: chronos has {listing}", BAD_ARGUMENT)
     form = chosen[0]
     try:
-        return _Reader(form, tokens, branch).read()
+        op, args = _Reader(form, tokens, branch).read()
     except _Unexpected as exc:
         raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
+    if op == "fork" and "from" not in args and branch not in (None, "main"):
+        args["from"] = branch  # a world forks from the branch the statement runs on
+    return op, args
 
 
 class _Unexpected(Exception):

@@ -910,3 +910,12 @@ def test_safe_mode_malformed_shows_the_form(agent_shop):
         agent_shop.call("sql", caller=Caller(mode="safe"), sql="MERGE WORLD w AT VERSION x")
     assert info.value.code == "22023"
     assert info.value.message.endswith(f"; its form: {SHOWN['merge']}")
+
+
+def test_fork_world_forks_from_the_branch_it_runs_on(shop):
+    assert parse("FORK WORLD b", "a") == ("fork", {"name": "b", "from": "a"})
+    assert parse("FORK WORLD b", "main") == ("fork", {"name": "b"})
+    assert parse("FORK WORLD b FROM main", "a") == ("fork", {"name": "b", "from": "main"})
+    shop.fork("a")
+    shop.sql("FORK WORLD b", branch="a")
+    assert shop.world("b").parent == "a"

@@ -55,6 +55,7 @@ class ShellCompleter(Completer):
     def __init__(self, shell: Shell) -> None:
         self.shell = shell
         self._tables: dict[str, list[str]] = {}
+        self._read_for: tuple[int, str] | None = None  # (the shell's generation, its branch)
         self._keywords = sorted(
             set(apsw.keywords)
             | {
@@ -70,12 +71,13 @@ class ShellCompleter(Completer):
 
     def tables(self) -> dict[str, list[str]]:
         """The shell's branch's tables and their columns (read again after each call)."""
-        if self.shell.schema_changed:
+        key = (self.shell.generation, self.shell.branch)
+        if self._read_for != key:
             db, branch = self.shell.db, self.shell.branch.partition("@")[0]
             world = db.resolve(branch)
             found = db.tables_for(world) if world is not None else db.tables()
             self._tables = {name: list(t.column_names) for name, (_n, t) in found.items()}
-            self.shell.schema_changed = False
+            self._read_for = key
         return self._tables
 
     def branches(self) -> list[str]:

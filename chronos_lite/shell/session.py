@@ -63,12 +63,12 @@ class Shell:
         tty = interactive and getattr(self.out, "isatty", lambda: False)()
         self.pager = settings.pager if tty else None
         self.pending: list[str] | None = None  # a transaction typed over several inputs
+        self.generation = 0  # moves on after every call: completion reads table names again
         self.branch, self.parent = "main", "main"
         self.switch(branch)
         self.running = threading.Event()  # set while a call runs
         self.quit = False
         self.file: TextIO | None = None  # \o
-        self.schema_changed = True  # completion reloads table names when set
         self.elapsed = 0.0  # the last call's time, for the timing command
         self.canceller = Canceller(db.interrupt)
 
@@ -223,7 +223,7 @@ class Shell:
                     raise
         finally:
             self.running.clear()
-            self.schema_changed = True
+            self.generation += 1
         self.elapsed = time.perf_counter() - started
         return reply
 
@@ -243,7 +243,7 @@ class Shell:
             self.db.end_call(self.db.session(branch))  # a moment it can't read: refused now
         self.branch = branch
         self.parent = world.parent if world is not None and world.parent else "main"
-        self.schema_changed = True
+        self.generation += 1
 
     def _follow_branch(self) -> None:
         """After a merge or discard of the shell's own world: back to where it came from."""
@@ -357,7 +357,8 @@ class Shell:
             text = path.read_text()
         except OSError as exc:
             raise ChronosError(f"\\i: can't read {rest}: {exc.strerror}", NOT_FOUND) from None
-        if not self.run_script(text, rest, stop_on_error=not self.interactive):
+        stop = not self.interactive  # at the prompt, like psql, a file's errors are shown
+        if not self.run_script(text, rest, stop_on_error=stop) and stop:
             raise ChronosError(f"\\i {rest} stopped at its first error", BAD_ARGUMENT)
 
     def _output(self, rest: str) -> None:
