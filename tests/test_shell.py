@@ -784,7 +784,7 @@ def test_no_config_file_gives_the_defaults(xdg, tmp_path):
     assert config.config_path() == xdg
     assert config.history_path() == tmp_path / "state" / "chronos" / "history"
     settings = config.load()
-    assert (settings.format, settings.expanded, settings.timing) == ("aligned", "off", False)
+    assert (settings.format, settings.expanded, settings.timing) == ("aligned", "auto", False)
     assert settings.startup == [] and settings.problems == []
 
 
@@ -996,3 +996,14 @@ def test_backslash_command_in_c(shop):
     proc = run_cli(shop.folder, "-c", "\\nope", check=False)
     assert proc.returncode == 1
     assert proc.stderr == "ERROR: unknown command \\nope; \\? lists the commands\n"
+
+
+def test_a_result_wider_than_the_screen_is_shown_as_records(shop, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    out, err = StringIO(), StringIO()
+    shell = Shell(shop, out=out, err=err, settings=config.Settings(pager=None), interactive=True)
+    assert shell.expanded == "auto"  # the default
+    assert shell.run_input("select 'a' as short;")
+    assert out.getvalue() == " short\n-------\n a\n(1 row)\n"
+    assert shell.run_input(f"select '{'x' * 50}' as wide, 1 as n;")
+    assert out.getvalue().endswith(f"-[ RECORD 1 ]+{'-' * 51}\nwide | {'x' * 50}\nn    | 1\n")

@@ -2,7 +2,7 @@
 
     pager = "less -SRFX"      # or false: never page
     format = "aligned"        # aligned | csv | json
-    expanded = "auto"         # off | on | auto (records when a table is wider than the screen)
+    expanded = "auto"         # off | on | auto (default: records when wider than the screen)
     timing = false            # print each statement's time
     startup = ["\\\\timing on", "select count(*) from users;"]   # run when the shell starts
 
@@ -23,7 +23,7 @@ from .output import DEFAULT_PAGER, EXPANDED, FORMATS
 class Settings:
     pager: str | None = DEFAULT_PAGER
     format: str = "aligned"
-    expanded: str = "off"
+    expanded: str = "auto"  # wide results as records: they stay readable
     timing: bool = False
     startup: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what was wrong in the file, to show

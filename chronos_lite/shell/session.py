@@ -293,7 +293,7 @@ class Shell:
             self._print(json.dumps(reply.data, ensure_ascii=False, default=str))
         elif reply.table and self.format == "csv":
             self._print(output.csv_text(*reply.table))
-        elif reply.table:
+        elif reply.table and self.expanded == "on":  # (auto: the MCP tool's text as it is)
             self._result(*reply.table)
         else:
             self._print(reply.text)
