@@ -1007,3 +1007,41 @@ def test_a_result_wider_than_the_screen_is_shown_as_records(shop, monkeypatch):
     assert out.getvalue() == " short\n-------\n a\n(1 row)\n"
     assert shell.run_input(f"select '{'x' * 50}' as wide, 1 as n;")
     assert out.getvalue().endswith(f"-[ RECORD 1 ]+{'-' * 51}\nwide | {'x' * 50}\nn    | 1\n")
+
+
+LONG_WRITE = (
+    "insert into users(name) with recursive c(x) as (select 1 union all select x + 1 from c "
+    "where x < 100000000) select 'x' || x from c"
+)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time a process has used (Linux' /proc), or the time since asked elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        time.sleep(3)
+        return 3.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("how", [["sql", LONG_WRITE], ["-c", LONG_WRITE]])
+def test_ctrl_c_stops_a_command_line_call_at_once(shop, how):
+    import subprocess
+
+    from conftest import CHRONOS
+
+    shop.close()  # (the child writes)
+    proc = subprocess.Popen(
+        [CHRONOS, str(shop.folder), *how], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while _cpu_seconds(proc.pid) < 1.5:  # past its imports: well into the statement
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)  # stopped: SQLite was interrupted
+    assert proc.returncode == 1, (out, err)
+    assert "cancelled: the statement was stopped; nothing changed" in err
+    with chronos_lite.open(shop.folder) as db:
+        assert names(db) == ["Ada"]

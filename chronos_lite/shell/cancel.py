@@ -12,9 +12,16 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+import apsw
+
+from ..errors import ChronosError
+
+CANCELLED = "57014"  # Postgres' query_canceled
+T = TypeVar("T")
 
 
 class Canceller:
@@ -62,3 +69,15 @@ class Canceller:
 
     def close(self) -> None:
         os.close(self._write)  # the watcher reads end-of-file and stops; it closes its end
+
+    def run(self, call: Callable[[], T]) -> T:
+        """``call()``, which Ctrl-C stops: it then fails with nothing changed."""
+        with self.during_call() as cancel:
+            try:
+                return call()
+            except (ChronosError, apsw.Error) as exc:
+                if cancel.cancelled or isinstance(exc, apsw.InterruptError):
+                    raise ChronosError(
+                        "cancelled: the statement was stopped; nothing changed", CANCELLED
+                    ) from None
+                raise

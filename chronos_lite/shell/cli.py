@@ -20,6 +20,7 @@ import chronos_lite
 from chronos_lite.errors import ChronosError
 from chronos_lite.registry import REGISTRY, Operation, describe
 from chronos_lite.shell import config
+from chronos_lite.shell.cancel import Canceller
 from chronos_lite.shell.session import Shell
 
 USAGE = """usage:
@@ -176,7 +177,11 @@ def run(argv: Sequence[str]) -> int:
     args, as_json = parse_operation_args(op, rest[1:])
     try:
         with chronos_lite.open(folder) as db:
-            reply = REGISTRY.call(db, name, args)
+            canceller = Canceller(db.interrupt)  # Ctrl-C stops SQLite at once
+            try:
+                reply = canceller.run(lambda: REGISTRY.call(db, name, args))
+            finally:
+                canceller.close()
     except ChronosError as exc:
         if not as_json:
             raise

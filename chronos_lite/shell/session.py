@@ -29,7 +29,6 @@ from . import output
 from .cancel import Canceller
 from .config import Settings
 
-CANCELLED = "57014"  # Postgres' query_canceled
 TRANSACTION_ENDS = {"COMMIT", "END"}
 
 
@@ -212,15 +211,7 @@ class Shell:
         started = time.perf_counter()
         self.running.set()
         try:
-            with self.canceller.during_call() as cancel:
-                try:
-                    reply = REGISTRY.call(self.db, name, args)
-                except (ChronosError, apsw.Error) as exc:
-                    if cancel.cancelled or isinstance(exc, apsw.InterruptError):
-                        raise ChronosError(
-                            "cancelled: the statement was stopped; nothing changed", CANCELLED
-                        ) from None
-                    raise
+            reply = self.canceller.run(lambda: REGISTRY.call(self.db, name, args))
         finally:
             self.running.clear()
             self.generation += 1
