@@ -426,7 +426,7 @@ def test_the_end_of_the_input_leaves_with_0(term):
 def test_help_lists_the_commands_and_every_operation(term):
     assert term.run(typed("\\?", "\\? merge", "\\? x", "\\q")) == 0
     out = term.out.getvalue()
-    for command in ("\\?", "\\c <branch>", "\\timing", "\\x", "\\i <file>", "\\o [file]", "\\q"):
+    for command in ("\\?", "\\c [branch]", "\\timing", "\\x", "\\i <file>", "\\o [file]", "\\q"):
         assert f"\n  {command}" in out
     for op in REGISTRY:
         assert f"\n  \\{op.name.replace('_', '-')} " in out
@@ -642,7 +642,7 @@ def test_a_transaction_waits_for_its_end_and_rollback_drops_it(term, shop):
         "BEGIN\nINSERT 0 1\nROLLBACK\n n\n---\n 1\n(1 row)\n"  # the insert shown, then undone
     )
     assert term.err.getvalue() == (
-        "ERROR: USE WORLD runs its own transaction: COMMIT or ROLLBACK first\n"
+        "ERROR: a transaction is open: COMMIT or ROLLBACK before switching\n"
         "ERROR: a transaction is open: COMMIT or ROLLBACK before switching\n"
     )
     assert term.prompts == ["main=> ", "main=*> ", "main=> "]
@@ -802,10 +802,9 @@ def test_the_config_applies_to_interactive_shells(xdg, shop, folder, tmp_path):
     keys = typed("\\timing on", "select name from users;", "\\q")
     assert term.run(keys, startup=tuple(settings.startup)) == 0
     out = term.out.getvalue().split("\n", 1)[1]
-    assert re.fullmatch(
-        r'Timing is off\.\n\[\{"n": 1\}\]\nTiming is on\.\n\[\{"name": "Ada"\}\]\n'
-        r"Time: \d+\.\d{3} ms\n",
-        out,
+    assert out == '[{"n": 1}]\n[{"name": "Ada"}]\n'  # stdout: JSON alone
+    assert re.fullmatch(  # the shell's own notes beside it
+        r"Timing is off\.\nTiming is on\.\nTime: \d+\.\d{3} ms\n", term.err.getvalue()
     )
     # a script's output doesn't depend on the config
     script = Shell(shop, out=StringIO(), settings=settings)
@@ -1045,3 +1044,35 @@ def test_ctrl_c_stops_a_command_line_call_at_once(shop, how):
     assert "cancelled: the statement was stopped; nothing changed" in err
     with chronos_lite.open(shop.folder) as db:
         assert names(db) == ["Ada"]
+
+
+def test_json_and_csv_stdout_hold_only_their_format(shop):
+    shop.fork("j")
+    proc = run_cli(
+        shop.folder,
+        "--json",
+        "-b",
+        "j",
+        "-c",
+        "\\timing on",
+        "-c",
+        "select 2 as n",
+        "-c",
+        "DISCARD WORLD j",
+        "-c",
+        "USE WORLD main",
+        "-c",
+        "BEGIN; select 1 as one; COMMIT;",
+    )
+    docs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert docs[:2] == [[{"n": 2}], {"discarded": ["j"]}]
+    assert "(j is finished: now on main)" in proc.stderr and "now on main" in proc.stderr
+    proc = run_cli(shop.folder, "--csv", "-c", "\\timing on", "-c", "select 2 as n")
+    assert proc.stdout == "n\n2\n"
+
+
+def test_fork_in_the_shell_forks_from_the_shells_branch(shop):
+    shop.fork("a")
+    shell = Shell(shop, "a", out=StringIO(), err=StringIO())
+    assert shell.run_input("\\fork b") and shell.run_input("FORK WORLD c;")
+    assert shop.world("b").parent == "a" and shop.world("c").parent == "a"

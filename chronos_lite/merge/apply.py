@@ -32,8 +32,8 @@ from .diff import ORDER, row_text
 HINT = (
     "settle them with resolve (ours or theirs), by_columns (only a column both sides "
     'changed conflicts), rows ({"table/id": "ours" | "theirs" | "delete" | {row}}), '
-    "or look first with merge_preview (in SQL: MERGE WORLD <name> RESOLVE theirs, ... BY "
-    "COLUMNS, ... DRY RUN)"
+    "or look first with merge_preview (in SQL: STATEMENT RESOLVE theirs, ... BY COLUMNS"
+    "PREVIEW)"
 )
 
 
@@ -256,7 +256,10 @@ def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
             f"! {c.table}/{c.id} ({o.detail}) base {row_text(c.base)} "
             f"ours {row_text(c.ours)} theirs {row_text(c.theirs)}"
         )
-    lines.append(HINT)
+    statement = "MERGE WORLD" if doing == "merging" else "REBASE WORLD"
+    preview = ", MERGE WORLD ... DRY RUN" if doing == "merging" else ""
+    hint = HINT.replace("STATEMENT", f"{statement} {p.world.name}").replace("PREVIEW", preview)
+    lines.append(hint)
     data = [
         {
             "table": o.change.table,

@@ -26,7 +26,7 @@ from chronos_lite.shell.session import Shell
 USAGE = """usage:
   chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
   chronos <folder> [-b BRANCH]            the interactive shell (psql-like; \\? for help)
-  chronos <folder> -c STATEMENT | -f FILE | < FILE  [--json | --csv]
+  chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--json | --csv]
                                           run statements and exit (non-zero on the first error)
   chronos mcp <folder> [--allow-merge] [-b BRANCH]
                                           serve the database to an agent over MCP (stdio);

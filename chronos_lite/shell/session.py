@@ -137,13 +137,13 @@ class Shell:
             return
         if words[:1] == ["BEGIN"]:
             self.pending = [stmt]
-            self._print("BEGIN")
+            self._tag("BEGIN")
             return
         if chronos_sql.is_chronos(stmt):
             op, args = chronos_sql.parse(stmt, self.branch)
             if op == chronos_sql.USE:
                 self.switch(args["branch"])
-                self._print(f"now on {self.branch}")
+                self._note(f"now on {self.branch}")
                 return
         self._sql(stmt)
 
@@ -158,8 +158,10 @@ class Shell:
             self._sql(script, first=-1 if self.interactive else 1)  # (BEGIN was shown)
         elif words in (["ROLLBACK"], ["ROLLBACK", "TRANSACTION"]):
             self.pending = None
-            self._print("ROLLBACK")
+            self._tag("ROLLBACK")
         elif chronos_sql.is_chronos(stmt):
+            if chronos_sql.lead(stmt) == "USE WORLD":
+                raise ChronosError("a transaction is open: COMMIT or ROLLBACK before switching")
             raise ChronosError(
                 f"{chronos_sql.lead(stmt)} runs its own transaction: COMMIT or ROLLBACK first"
             )
@@ -220,7 +222,7 @@ class Shell:
 
     def _show_time(self) -> None:
         if self.timing:
-            self._print(f"Time: {self.elapsed * 1000:.3f} ms")
+            self._note(f"Time: {self.elapsed * 1000:.3f} ms")
 
     # --- branches -----------------------------------------------------------------------
 
@@ -249,7 +251,7 @@ class Shell:
                 self.db.resolve(self.branch)
             except ChronosError:
                 self.branch = "main"
-            self._print(f"({gone} is finished: now on {self.branch})")
+            self._note(f"({gone} is finished: now on {self.branch})")
 
     # --- backslash commands -------------------------------------------------------------
 
@@ -279,6 +281,8 @@ class Shell:
         if "branch" in op.properties and "branch" not in args:
             if "branch" not in op.required or op.read_only:
                 args["branch"] = self.branch
+        if op.name == "fork" and "from" not in args and self.branch != "main":
+            args["from"] = self.branch  # as FORK WORLD: from the branch the shell is on
         reply = self.call(op.name, args)
         if as_json or self.format == "json":
             self._print(json.dumps(reply.data, ensure_ascii=False, default=str))
@@ -316,14 +320,14 @@ class Shell:
 
     def _connect(self, rest: str) -> None:
         if not rest:
-            self._print(f"on {self.branch}")
+            self._note(f"on {self.branch}")
             return
         try:
             words = shlex.split(rest)
         except ValueError as exc:
             raise ChronosError(f"\\c: {exc} (close the quote)") from None
         self.switch(" ".join(words))  # name@when may hold spaces: \\c main@-10 minutes
-        self._print(f"now on {self.branch}")
+        self._note(f"now on {self.branch}")
 
     def _toggle(self, rest: str, current: str, name: str, choices: tuple[str, ...]) -> str:
         if not rest:
@@ -336,11 +340,11 @@ class Shell:
         self.timing = (
             self._toggle(rest, "on" if self.timing else "off", "timing", ("on", "off")) == "on"
         )
-        self._print(f"Timing is {'on' if self.timing else 'off'}.")
+        self._note(f"Timing is {'on' if self.timing else 'off'}.")
 
     def _expanded(self, rest: str) -> None:
         self.expanded = self._toggle(rest, self.expanded, "x", output.EXPANDED)
-        self._print(f"Expanded display is {self.expanded}.")
+        self._note(f"Expanded display is {self.expanded}.")
 
     def _include(self, rest: str) -> None:
         path = Path(rest).expanduser()
@@ -374,6 +378,24 @@ class Shell:
         else:
             output.show(text, self.out, self.pager)
 
+    def _note(self, text: str) -> None:
+        """What the shell says of itself (now on w, Timing is on): beside the results, or on
+        stderr when stdout carries JSON or CSV for a program to read."""
+        if self.format in ("json", "csv"):
+            self.err.write(text + "\n")
+            self.err.flush()
+        else:
+            self._print(text)
+
+    def _tag(self, tag: str) -> None:
+        """A statement's tag (BEGIN, ROLLBACK) as its format shows tags."""
+        if self.format == "json":
+            self._print(json.dumps({"tag": tag}))
+        elif self.format == "csv":
+            self.err.write(tag + "\n")
+        else:
+            self._print(tag)
+
     def _error(self, message: str, where: str) -> None:
         prefix = f"{where}: " if where else ""
         self.err.write(f"{prefix}ERROR: {message}\n")
@@ -388,7 +410,7 @@ class Shell:
 
 BUILTINS: dict[str, Command] = {
     "?": Command(Shell._help, "[command]", "this help, or one command's arguments"),
-    "c": Command(Shell._connect, "<branch>", "work on a branch: main, a world, or name@when"),
+    "c": Command(Shell._connect, "[branch]", "work on a branch: main, a world, or name@when"),
     "timing": Command(Shell._timing, "[on|off]", "show each statement's time"),
     "x": Command(Shell._expanded, "[on|off|auto]", "expanded output: a record per row"),
     "i": Command(Shell._include, "<file>", "run a file's statements and commands"),
