@@ -1076,3 +1076,18 @@ def test_fork_in_the_shell_forks_from_the_shells_branch(shop):
     shell = Shell(shop, "a", out=StringIO(), err=StringIO())
     assert shell.run_input("\\fork b") and shell.run_input("FORK WORLD c;")
     assert shop.world("b").parent == "a" and shop.world("c").parent == "a"
+
+
+def test_a_failing_transaction_in_a_file_names_its_statements_line(shop, tmp_path):
+    script = tmp_path / "tx.sql"
+    script.write_text(
+        "BEGIN;\ninsert into users(name, email) values ('Bo', 'bo@x');\n\n"
+        "insert into users(name, email) values ('Ada again', 'ada@x.org');\nCOMMIT;\n"
+    )
+    proc = run_cli(shop.folder, "-f", script, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"{script}:4: ERROR: UNIQUE constraint failed: users.email (the transaction was "
+        "rolled back: nothing of it was written)\n"
+    )
+    assert names(shop) == ["Ada"]

@@ -62,6 +62,8 @@ class Shell:
         tty = interactive and getattr(self.out, "isatty", lambda: False)()
         self.pager = settings.pager if tty else None
         self.pending: list[str] | None = None  # a transaction typed over several inputs
+        self.pending_at: list[str] = []  # where each of them was read (file:line)
+        self.where = ""  # where the input being run was read
         self.generation = 0  # moves on after every call: completion reads table names again
         self.branch, self.parent = "main", "main"
         self.switch(branch)
@@ -92,11 +94,13 @@ class Shell:
 
     def run_input(self, text: str, where: str = "") -> bool:
         """Run one complete input; errors are shown. False if it failed."""
+        self.where = where
         try:
             self._run_input(text)
             return True
-        except ChronosError as exc:
-            self._error(exc.message, where)
+        except ChronosError as exc:  # (a transaction's statement names its own line)
+            at = exc.data.get("at") if isinstance(exc.data, dict) else None
+            self._error(exc.message, at or where)
             return False
         finally:
             self._follow_branch()
@@ -136,7 +140,7 @@ class Shell:
             self._in_transaction(stmt, words)
             return
         if words[:1] == ["BEGIN"]:
-            self.pending = [stmt]
+            self.pending, self.pending_at = [stmt], [self.where]
             self._tag("BEGIN")
             return
         if chronos_sql.is_chronos(stmt):
@@ -155,7 +159,10 @@ class Shell:
         assert self.pending is not None
         if words[:1] and words[0] in TRANSACTION_ENDS:
             script, self.pending = _joined([*self.pending, stmt]), None
-            self._sql(script, first=-1 if self.interactive else 1)  # (BEGIN was shown)
+            try:
+                self._sql(script, first=-1 if self.interactive else 1)  # (BEGIN was shown)
+            except ChronosError as exc:
+                raise _in_script(exc, self.pending_at) from None
         elif words in (["ROLLBACK"], ["ROLLBACK", "TRANSACTION"]):
             self.pending = None
             self._tag("ROLLBACK")
@@ -167,6 +174,7 @@ class Shell:
             )
         elif not self.interactive:
             self.pending.append(stmt)
+            self.pending_at.append(self.where)
         else:
             trial = _joined([*self.pending, stmt, "ROLLBACK"])
             try:
@@ -419,6 +427,20 @@ BUILTINS: dict[str, Command] = {
 }
 # Short names for operations, as psql spells them.
 ALIASES = {"d": "describe", "worlds": "branches"}
+
+
+def _in_script(exc: ChronosError, lines: list[str]) -> ChronosError:
+    """A transaction's failure, named by the statement that failed and the line it was on
+    (not the COMMIT's line, nor its number in the call that ran the transaction)."""
+    failed = exc.data if isinstance(exc.data, dict) else {}
+    index = failed.get("statement", 0) - 1
+    if not 0 <= index < len(lines):
+        return exc
+    return ChronosError(
+        f"{failed['error']} (the transaction was rolled back: nothing of it was written)",
+        exc.code,
+        {"at": lines[index]},
+    )
 
 
 def _joined(statements: list[str]) -> str:
