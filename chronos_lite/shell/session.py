@@ -180,11 +180,13 @@ class Shell:
             try:
                 self._sql(trial, first=len(self.pending), last=len(self.pending))
             except ChronosError as exc:
-                reason = exc.data["error"] if isinstance(exc.data, dict) else exc.message
+                failed = exc.data if isinstance(exc.data, dict) else {}
+                reason = failed.get("error", exc.message)
                 raise ChronosError(
                     f"{reason} (the transaction goes on without this statement)", exc.code
                 ) from None
             self.pending.append(stmt)
+            self.pending_at.append(self.where)
 
     def _sql(self, sql: str, first: int = 0, last: int | None = None) -> None:
         """Run a call and show its results from ``first`` to ``last`` (negative: from the
@@ -434,7 +436,7 @@ def _in_script(exc: ChronosError, lines: list[str]) -> ChronosError:
     (not the COMMIT's line, nor its number in the call that ran the transaction)."""
     failed = exc.data if isinstance(exc.data, dict) else {}
     index = failed.get("statement", 0) - 1
-    if not 0 <= index < len(lines):
+    if not 0 <= index < len(lines) or "error" not in failed:
         return exc
     return ChronosError(
         f"{failed['error']} (the transaction was rolled back: nothing of it was written)",
