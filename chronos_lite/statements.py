@@ -186,8 +186,6 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
         op, args = _Reader(form, tokens, branch).read()
     except _Unexpected as exc:
         raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
-    if op == "fork" and "from" not in args and branch not in (None, "main"):
-        args["from"] = branch  # a world forks from the branch the statement runs on
     return op, args
 
 
@@ -226,6 +224,9 @@ class _Reader:
                 raise _Unexpected(f"{why}: {word}")
             seen.add(index)
             self._group(self.form.clauses[index])
+        slots = {i.arg for g in self.form.clauses for i in g.items if i.kind == "slot"}
+        if "from" in slots and "from" not in self.args and self.branch != "main":
+            self.args["from"] = self.branch  # left out: from the session's branch, as <branch>
         op = self.form.op
         for flag in self.flags:
             op = OPERATION_FOR_FLAG.get((self.form.op, flag), op)

@@ -291,8 +291,8 @@ class Shell:
         if "branch" in op.properties and "branch" not in args:
             if "branch" not in op.required or op.read_only:
                 args["branch"] = self.branch
-        if op.name == "fork" and "from" not in args and self.branch != "main":
-            args["from"] = self.branch  # as FORK WORLD: from the branch the shell is on
+        if "from" in op.properties and "from" not in args and self.branch != "main":
+            args["from"] = self.branch  # (fork) from the shell's branch, as FORK WORLD
         reply = self.call(op.name, args)
         if as_json or self.format == "json":
             self._print(json.dumps(reply.data, ensure_ascii=False, default=str))
