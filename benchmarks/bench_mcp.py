@@ -70,7 +70,7 @@ import apsw
 import chronos_lite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_worlds import revision  # noqa: E402  (a sibling script)
+from bench_worlds import aligned, revision  # noqa: E402  (a sibling script)
 
 WORK = Path(__file__).resolve().parent / "_work"
 CHRONOS = str(Path(sys.executable).with_name("chronos"))
@@ -602,15 +602,7 @@ def table(figs: list[Figure]) -> str:
                 {True: "PASS", False: "MISS", None: ""}[f.passed],
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = []
-    for k, line in enumerate(lines):
-        rest = zip(line[1:], widths[1:], strict=True)
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in rest]
-        out.append("  ".join(cells).rstrip())
-        if k == 0:
-            out.append("-" * len(out[0]))
-    return "\n".join(out)
+    return aligned(lines)
 
 
 def environment(quick: bool, sizes: Sizes) -> dict[str, Any]:

@@ -436,15 +436,7 @@ def table(figures: list[Figure]) -> str:
         lines.append(
             (f.name, number(f.chronos, f.unit), number(f.base, f.unit), ratio, f.target, result)
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = []
-    for k, line in enumerate(lines):
-        rest = zip(line[1:], widths[1:], strict=True)
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in rest]
-        out.append("  ".join(cells).rstrip())
-        if k == 0:
-            out.append("-" * len(out[0]))
-    return "\n".join(out)
+    return aligned(lines)
 
 
 def revision() -> str:
@@ -491,6 +483,19 @@ def header(env: dict) -> str:
         f"{s['write_rows']:,}; best of {s['rounds']} interleaved rounds (reads: "
         f"{s['rounds'] + 2}, scans and aggregates {3 * (s['rounds'] + 2)})"
     )
+
+
+def aligned(lines: list[tuple[str, ...]]) -> str:
+    """A table of text cells: the first line its head, the first column left-aligned."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    out = []
+    for k, line in enumerate(lines):
+        rest = zip(line[1:], widths[1:], strict=True)
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in rest]
+        out.append("  ".join(cells).rstrip())
+        if k == 0:
+            out.append("-" * len(out[0]))
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
