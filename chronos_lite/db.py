@@ -18,15 +18,16 @@ from typing import Any
 
 import apsw
 
-from . import events, shadow, timetravel, worldschema
+from . import events, guard, limits, shadow, timetravel, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
+from .faults import FILE_GONE, NOT_A_DATABASE
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
 from .sqltext import quote_ident
-from .worldsql import CTX, CTX_DDL, MODES, world_objects
+from .worldsql import CTX, CTX_DDL, MODES, world_objects, world_trigger_names
 
 DB_FILE = "chronos.db"
-BUSY_TIMEOUT_MS = 60_000
+SQLITE_HEADER = b"SQLite format 3\x00"
 MAX_META_BYTES = 64 * 1024
 WORLD_POOL = 16
 OWNER = "owner"
@@ -92,16 +93,26 @@ WORLD_COLUMNS = (
 WORLD_FROM = "_chronos_worlds AS w LEFT JOIN _chronos_worlds AS p ON p.id = w.parent"
 
 
-def _connect(path: Path, synchronous: str) -> apsw.Connection:
+def _connect(
+    path: Path, synchronous: str, bounds: limits.Bounds, world: bool = False
+) -> apsw.Connection:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     # Keep the WAL file when our last connection closes: an app in this same process may have
     # the file open through another copy of SQLite (the stdlib's), which SQLite can't see, and
     # deleting the WAL under it would lose its later writes.
     persist = ctypes.c_int(1)
     conn.file_control("main", apsw.SQLITE_FCNTL_PERSIST_WAL, ctypes.addressof(persist))
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    bounds.install(conn)  # time limits, cancel, and bounded waits for the write lock
+    guard.install(conn, world)  # what user statements may touch
     conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
     return conn
+
+
+def _moved(conn: apsw.Connection) -> bool:
+    """SQLite's own check: the path no longer names the file the connection has open."""
+    moved = ctypes.c_int(0)
+    conn.file_control("main", apsw.SQLITE_FCNTL_HAS_MOVED, ctypes.addressof(moved))
+    return bool(moved.value)
 
 
 class Database:
@@ -116,15 +127,21 @@ class Database:
                 f"create one with `chronos init {folder}`",
                 NOT_FOUND,
             )
+        self.bounds = limits.Bounds()
         # Writes to main and merges are on disk before they return (synchronous=full);
         # writes to worlds are batched by WAL (synchronous=normal).
-        self._main = Session(_connect(self.path, "full"))
+        self._main = Session(_connect(self.path, "full", self.bounds))
         self._worlds: OrderedDict[int, Session] = OrderedDict()
         self._tables: dict[str, tuple[int, TableInfo]] = {}
         self._world_tables: dict[int, tuple[tuple, dict]] = {}
         self._schema_version: int | None = None
         self.caller_name = OWNER  # who acts: the registry sets it for each call
         self.caller_run: str | None = None
+        # The file's header, read through SQLite's own VFS: a plain open and close of the file
+        # would drop the POSIX locks SQLite holds on it in this process.
+        self._header = apsw.VFSFile(
+            "", str(self.path.resolve()), [apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_MAIN_DB, 0]
+        )
         self.connection_ready(self._main.conn)
         self._upgrade()
 
@@ -155,12 +172,53 @@ class Database:
             s.conn.close()
         self._worlds.clear()
         self._main.conn.close()
+        self._header.xClose()
 
     def interrupt(self) -> None:
         """Stop what this database's connections are running (SQLite's interrupt, safe from
         another thread): the call fails and its transaction rolls back."""
-        for session in [self._main, *list(self._worlds.values())]:
+        self.bounds.cancel("interrupted")  # (also ends a wait for the write lock)
+        for session in self._sessions():
             session.conn.interrupt()
+
+    def _sessions(self) -> list[Session]:
+        return [self._main, *list(self._worlds.values())]
+
+    def check_file(self) -> None:
+        """Refuse to go on when the database file was deleted, replaced or overwritten since it
+        was opened: SQLite would write to the old file (lost) or read garbage."""
+        if _moved(self._main.conn):
+            what = "deleted" if not self.path.exists() else "replaced by another file"
+            raise ChronosError(
+                f"{self.path} was {what} while chronos had it open: nothing was done, and "
+                f"nothing more will be; put the file back, or restart chronos to open the one "
+                f"there now",
+                FILE_GONE,
+            )
+        try:
+            header = self._header.xRead(len(SQLITE_HEADER), 0)
+        except apsw.Error:
+            header = b""
+        if header != SQLITE_HEADER:
+            raise ChronosError(
+                f"{self.path} is no longer a SQLite database (its header was overwritten while "
+                f"chronos had it open): nothing was done; put the database file back from a "
+                f"backup and restart chronos",
+                NOT_A_DATABASE,
+            )
+
+    def end_transactions(self) -> bool:
+        """Roll back any transaction a call left open on any connection; whether there was one
+        (whatever happened in the call, it ends with none open)."""
+        found = False
+        for session in self._sessions():
+            if not session.conn.get_autocommit():
+                found = True
+                try:
+                    session.conn.execute("ROLLBACK")
+                except apsw.Error:
+                    pass  # (SQLite may have rolled it back itself)
+        return found
 
     def __enter__(self) -> Database:
         return self
@@ -172,8 +230,19 @@ class Database:
 
     @contextmanager
     def write(self, conn: apsw.Connection | None = None) -> Iterator[apsw.Connection]:
-        """A write transaction (BEGIN IMMEDIATE: waits for other writers, never 'locked')."""
+        """A write transaction (BEGIN IMMEDIATE: waits for other writers, never 'locked'); inside
+        a transaction already open (a call's), a savepoint of it."""
         conn = conn or self._main.conn
+        if not conn.get_autocommit():
+            conn.execute("SAVEPOINT _chronos_write")
+            try:
+                yield conn
+            except BaseException:
+                if not conn.get_autocommit():
+                    conn.execute("ROLLBACK TO _chronos_write; RELEASE _chronos_write")
+                raise
+            conn.execute("RELEASE _chronos_write")
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
@@ -204,10 +273,22 @@ class Database:
             with self.write(conn):
                 self._sync(conn)
         self._schema_version = conn.execute("pragma main.schema_version").fetchone()[0]
+        self._trust(self._main)
 
     def _sync(self, conn: apsw.Connection) -> None:
         """Shadow objects in line with main's schema (in the caller's write transaction)."""
         self._tables = shadow.sync(conn)
+        self._trust(self._main)
+
+    def _trust(self, session: Session, tables: dict | None = None) -> None:
+        """The triggers chronos made that a connection's guard lets write chronos' tables:
+        main's history triggers, and on a world its INSTEAD OF triggers (``tables``)."""
+        names = {name for n, _t in self._tables.values() for name in shadow.trigger_names(n)}
+        for n, _t in (tables or {}).values():
+            names.update(world_trigger_names(n))
+        conn_guard = guard.install(session.conn)
+        conn_guard.trusted = frozenset(names)
+        conn_guard.own_temp = frozenset(name.lower() for name in session.own_temp)
 
     @staticmethod
     def _read_tables(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
@@ -544,7 +625,7 @@ class Database:
             return self._main
         session = self._worlds.get(world.id)
         if session is None:
-            session = Session(_connect(self.path, "normal"), world)
+            session = Session(_connect(self.path, "normal", self.bounds, world=True), world)
             session.conn.execute(CTX_DDL)
             self.connection_ready(session.conn)
             self._worlds[world.id] = session
@@ -591,7 +672,7 @@ class Database:
             world = dataclasses.replace(world, name=branch)
         session = self._worlds.get(0)
         if session is None:
-            session = Session(_connect(self.path, "normal"), past=True)
+            session = Session(_connect(self.path, "normal", self.bounds, world=True), past=True)
             session.conn.execute(CTX_DDL)
             self.connection_ready(session.conn)
             self._worlds[0] = session
@@ -646,6 +727,7 @@ class Database:
         _copy_user_views(conn)
         session.own_temp = {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
         session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
+        self._trust(session, tables)
 
     def rebuild_world(self, session: Session) -> None:
         """After a schema change on the session's world, inside the transaction that made it
@@ -662,6 +744,7 @@ class Database:
         """Keep a TEMP view past the call (AS OF main at a seq reads the same every time, and
         dropping a view makes SQLite prepare every statement again)."""
         session.own_temp.add(name)
+        guard.install(session.conn).own_temp = frozenset(n.lower() for n in session.own_temp)
         session.kept.append(name)
         while len(session.kept) > most:
             old = session.kept.pop(0)

@@ -19,6 +19,7 @@ from .sqltext import quote_ident
 SAMPLE_ROWS = 1000  # rows read for examples and the values a column holds
 FEW = 5  # at most this many distinct values (in a larger sample) read as "one of"
 WIDTH = 40  # longest value shown
+LONG = 200  # longest value read for the sample row and the examples
 
 
 def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
@@ -43,8 +44,11 @@ def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
 def _table(session: Session, t: TableInfo) -> dict[str, Any]:
     conn, q = session.conn, quote_ident(t.name)
     count = conn.execute(f"select count(*) from {q}").fetchone()[0]
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
-    sample = conn.execute(f"select {cols} from {q} limit {SAMPLE_ROWS}").fetchall()
+    cols = ", ".join(_short_value(quote_ident(c)) for c in t.column_names)
+    sample = [
+        tuple(map(_marked, row))
+        for row in conn.execute(f"select {cols} from {q} limit {SAMPLE_ROWS}")
+    ]
     allowed = _check_in_lists(t.sql)
     refs = {
         row[3]: f"references {row[2]}({row[4]})" if row[4] else f"references {row[2]}"
@@ -70,6 +74,21 @@ def _table(session: Session, t: TableInfo) -> dict[str, Any]:
         "fields": fields,
         "sample": render.json_row(first) if first else None,
     }
+
+
+def _short_value(column: str) -> str:
+    """A column read whole if short, else its beginning (one past LONG: the mark of a cut)."""
+    cut = f"substr({column}, 1, {LONG + 1})"
+    return f"CASE WHEN length({column}) > {LONG} THEN {cut} ELSE {column} END"
+
+
+def _marked(value: Any) -> Any:
+    """A long value's beginning, marked as cut (the sample shows what values look like)."""
+    if isinstance(value, str) and len(value) > LONG:
+        return value[:LONG] + "…"
+    if isinstance(value, bytes) and len(value) > LONG:
+        return "\\x" + value[:LONG].hex() + "…"
+    return value
 
 
 def _rules(t: TableInfo, c) -> str:

@@ -21,8 +21,8 @@ IN_USE = "55006"
 
 TOO_BIG = "a number is too large for SQLite: integers are 64-bit (-2**63 to 2**63-1)"
 OWN_TABLES = (
-    "chronos' own tables (_chronos_*) can't be changed with SQL: use the operations "
-    "(fork, discard, set_meta, ...)"
+    "chronos' own tables (_chronos_*) can't be changed with SQL, and no table, view, index or "
+    "trigger may take a _chronos_ name: use the operations (fork, discard, set_meta, ...)"
 )
 
 

@@ -9,14 +9,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import describe, events, prune, render, restore, rows, sqlrun, timetravel, undo
+from . import (
+    budget,
+    describe,
+    events,
+    prune,
+    render,
+    restore,
+    rights,
+    rows,
+    sqlrun,
+    timetravel,
+    undo,
+)
 from .db import Database
 from .errors import NOT_FOUND, ChronosError
 from .merge import apply as merge_apply
 from .merge import diff as merge_diff
 from .merge import preview as merge_preview
 from .merge import rebase as merge_rebase
-from .registry import REGISTRY, Caller, Reply, operation
+from .registry import REGISTRY, Args, Caller, Reply, operation
 
 
 def _short(sql: str) -> str:
@@ -55,19 +67,17 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     destructive=True,
 )
 def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
-    outcome = sqlrun.run(
-        db, _branch(args), args["sql"], args.get("params"), caller.max_rows, caller
-    )
+    branch = _branch(args)
+    given = args.given("branch") if isinstance(args, Args) else args.get("branch")
+    access = rights.sql_access(db, given, caller)  # (as given: none isn't branch="main")
+    outcome = sqlrun.run(db, branch, args["sql"], args.get("params"), caller, access)
     parts, data = [], []
     for result in outcome.results:
         if result.columns is not None:
             text = render.table(result.columns, result.rows)
             if result.more:  # cut for a client with a result size limit
-                shown = len(result.rows)
-                text += (
-                    f"\n(showing the first {shown} rows; there are more: page with "
-                    f"LIMIT {shown} OFFSET {shown}, or select only the rows you need)"
-                )
+                read = result.read or budget.Read()
+                text += "\n" + budget.note(read, caller.budget, result.columns)
             parts.append(text)
             data.append(
                 {
@@ -77,6 +87,8 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
                     "more": result.more,
                 }
             )
+            if result.read is not None and result.read.cut:
+                data[-1]["cut"] = True
         else:
             parts.append(result.tag)
             data.append({"statement": _short(result.sql), "tag": result.tag})

@@ -14,10 +14,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import apsw
 import jsonschema
 
-from . import rights
+from . import budget, faults, limits, rights
 from .errors import BAD_ARGUMENT, TOO_BIG, ChronosError
+
+INTERNAL = "XX000"  # a bug in chronos
 
 _HERE = Path(__file__).resolve().parent
 SCHEMA_DIRS = (_HERE.parent / "schemas", _HERE / "schemas")
@@ -32,7 +35,13 @@ class Caller:
     mode: str = "owner"
     own_worlds: set[str] = field(default_factory=set)
     max_rows: int | None = None  # rows a result may hold (MCP: 1000); None: all
+    max_chars: int | None = None  # characters a result may take (MCP: 24,000); None: any
+    max_query_ms: int | None = None  # the call's time limit (safe mode: 30 s); None: none
     run: str | None = None  # the caller's run id (agents, later), kept with what it writes
+
+    @property
+    def budget(self) -> budget.Budget:
+        return budget.Budget(self.max_rows, self.max_chars)
 
     def own_world_names(self, db: Any) -> list[str]:
         return [w.name for w in db.worlds() if w.wid in self.own_worlds]
@@ -45,6 +54,18 @@ class Reply:
     text: str
     data: Any = None
     table: tuple[list[str], list] | None = None  # (columns, rows) when the text is a table
+
+
+class Args(dict):
+    """Validated arguments, defaults filled in; ``given`` tells what the caller sent."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.defaulted: set[str] = set()
+
+    def given(self, key: str) -> Any:
+        """The caller's value for ``key``; None where it sent none (the default filled in)."""
+        return None if key in self.defaulted else self.get(key)
 
 
 Handler = Callable[[Any, dict[str, Any], Caller], Reply]
@@ -104,10 +125,12 @@ class Operation:
             name = value.split("@", 1)[0] if isinstance(value, str) else ""  # name@when: a time
             if _no_spaces(spec) and any(c.isspace() for c in name):
                 raise ChronosError(f"'{key}' must be {describe(spec)}, not {_show(value)}")
-        out = dict(args)
+        check_characters(args)
+        out = Args(args)
         for key, spec in self.properties.items():
             if key not in out and "default" in spec:
                 out[key] = spec["default"]
+                out.defaulted.add(key)
         return out
 
     def _explain(self, error: jsonschema.ValidationError) -> str:
@@ -208,21 +231,112 @@ class Registry:
         return [op for op in self if rights.listed(op, caller)]
 
     def call(self, db: Any, name: str, args: Any, caller: Caller | None = None) -> Reply:
+        """Run an operation for a caller: validated, checked against its rights, bounded in
+        time, on the file that is there; faults as their own errors; never a transaction left
+        open."""
         op = self.get(name)
         caller = caller or Caller()
         valid = op.validate(args if args is not None else {})
+        db.check_file()
         rights.check(db, op, args or {}, caller)  # as given: no branch is not branch="main"
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
+        left_open = False
         try:
-            return op.handler(db, valid, caller)
+            with db.bounds.call(time_limit(caller)):
+                reply = op.handler(db, valid, caller)
         except OverflowError:  # a number SQLite can't hold, found as it was bound
             raise ChronosError(TOO_BIG) from None
+        except apsw.Error as exc:
+            fault = faults.describe(exc, db)
+            if fault is None:
+                raise
+            raise fault from None
         finally:
             db.caller_name, db.caller_run = before
+            left_open = db.end_transactions()
+        if left_open:  # a bug: what it did wasn't committed, so it must not be acknowledged
+            raise ChronosError(
+                f"internal error (a bug in chronos): {name} left a transaction open; it was "
+                f"rolled back, nothing was changed",
+                INTERNAL,
+            )
+        if not op.read_only:
+            db.check_file()  # a write acknowledged is in the file that is there
+        return _within(reply, caller)
 
 
 REGISTRY = Registry()
+
+
+def time_limit(caller: Caller) -> int | None:
+    """A caller's statement time limit in ms: its own, else safe mode's default; 0 is none."""
+    if caller.max_query_ms is not None:
+        return caller.max_query_ms or None
+    return limits.AGENT_QUERY_MS if caller.mode == "safe" else None
+
+
+def _within(reply: Reply, caller: Caller) -> Reply:
+    """A reply longer than the caller's budget (a row of huge values from get, say) is cut:
+    sql reads within the budget itself, this only catches what other operations return."""
+    if caller.max_chars is None or len(reply.text) <= caller.max_chars:
+        return reply
+    keep = caller.max_chars - 300
+    text = reply.text[:keep] + (
+        f"…\n(cut: the reply is {len(reply.text):,} characters, more than a reply holds "
+        f"({caller.max_chars:,}); ask for less: read long values in parts with the sql tool, "
+        f"e.g. select substr(column, 1, 5000))"
+    )
+    return Reply(text, {"cut": True, "characters": len(reply.text), "text": text})
+
+
+# Parameters that carry data: a NUL is a character of a value there (SQLite stores it), but not
+# of SQL text or of a name.
+DATA_PARAMETERS = {"record", "params", "meta", "rows"}
+
+
+def check_characters(args: dict[str, Any]) -> None:
+    """Text SQLite can't hold is refused before anything runs: a lone surrogate anywhere (from
+    a JSON escape like \\ud800; UTF-8 can't carry it), a NUL in SQL text or a name."""
+    for key, value in args.items():
+        _check_value(value, key, key in DATA_PARAMETERS)
+
+
+def _check_value(value: Any, where: str, data: bool) -> None:
+    if isinstance(value, str):
+        _check_text(value, where, data)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, f"{where} (a key)", False)
+            _check_value(item, f"{where}[{_show(key)}]", data)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_value(item, f"{where}[{i}]", data)
+
+
+def _check_text(text: str, where: str, data: bool) -> None:
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            raise ChronosError(
+                f"'{where}' holds a lone surrogate ({text[exc.start]!a}) at character "
+                f"{exc.start + 1}, which isn't Unicode text (UTF-8 and SQLite can't hold it): "
+                f"send the character itself, or both halves of its surrogate pair",
+                faults.BAD_CHARACTER,
+            ) from None
+    at = text.find("\x00")
+    if at >= 0 and not data:
+        how = (
+            "SQL text can't hold one: pass such a value as a parameter ($1 with params) or "
+            "write it as char(0)"
+            if where == "sql"
+            else "names can't hold one: remove it"
+        )
+        raise ChronosError(
+            f"'{where}' holds a NUL character (\\u0000) at character {at + 1}; {how}",
+            faults.BAD_CHARACTER,
+        )
 
 
 def operation(

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
-from . import sqltext
+from . import guard, sqltext
 from . import statements as statements_sql
 from .errors import REFUSED, ChronosError
 
@@ -23,8 +21,6 @@ if TYPE_CHECKING:
 PERSON_ONLY = {"merge", "restore", "undo_merge"}
 # Operations that change the branch they name: safe mode needs one of its own worlds.
 WRITES_BRANCH = {"put", "delete", "set_meta", "discard", "rebase", "checkpoint", "rollback"}
-# Statements that change the session or the file rather than rows; refused in safe mode.
-SETTINGS = {"PRAGMA", "ATTACH", "DETACH", "VACUUM", "REINDEX", "ANALYZE"}
 
 
 def listed(op: Operation, caller: Caller) -> bool:
@@ -46,7 +42,7 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
             REFUSED,
         )
     if op.name == "sql":
-        _check_sql(db, args, caller)
+        _check_sql(args, caller)
     elif op.name in WRITES_BRANCH:
         _need_own(db, args.get("branch"), caller)
         if op.name == "discard" and args.get("cascade"):
@@ -60,58 +56,34 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
                 )
 
 
-# PRAGMAs that only read: these take an argument (a table's name) in parentheses...
-READ_WITH_ARGUMENT = {
-    "table_info",
-    "table_xinfo",
-    "table_list",
-    "index_list",
-    "index_info",
-    "index_xinfo",
-    "foreign_key_list",
-    "foreign_key_check",
-    "integrity_check",
-    "quick_check",
-}
-# ...and these read only bare: with "= v" or "(v)" they set.
-READ_BARE = READ_WITH_ARGUMENT | {
-    "database_list",
-    "collation_list",
-    "function_list",
-    "module_list",
-    "pragma_list",
-    "compile_options",
-    "schema_version",
-    "user_version",
-    "application_id",
-    "page_count",
-    "page_size",
-    "freelist_count",
-    "encoding",
-    "data_version",
-    "foreign_keys",
-}
+def sql_access(db: Any, branch: str | None, caller: Caller) -> guard.Access:
+    """What a sql call's statements may touch, which the guard holds them to as SQLite prepares
+    them: everything for the database's own user; in safe mode, writes only on the session's own
+    worlds, and no settings anywhere."""
+    if caller.mode != "safe":
+        return guard.OWNER
+    own = _owns(db, branch, caller)
+    return guard.Access(
+        write=own, settings=False, refusal=lambda denial: _refusal(db, branch, caller, denial)
+    )
 
 
-def _check_sql(db: Any, args: dict, caller: Caller) -> None:
-    statements = sqltext.split_statements(args.get("sql", ""))
-    writes = False
-    for stmt in statements:
-        words = sqltext.keywords(stmt, 2) or [""]
+def _refusal(db: Any, branch: str | None, caller: Caller, denial: guard.Denial) -> ChronosError:
+    if denial.kind == "settings":
+        return ChronosError(
+            f"safe mode: agents can't change settings in SQL ({denial.name}); read with SELECT "
+            f"(the describe tool shows the tables), write rows on a branch you forked",
+            REFUSED,
+        )
+    return _not_own(db, branch, caller)
+
+
+def _check_sql(args: dict, caller: Caller) -> None:
+    """Chronos' statements are refused or let through here (what SQLite runs, the guard
+    checks as it prepares it)."""
+    for stmt in sqltext.split_statements(args.get("sql", "")):
         if statements_sql.is_chronos(stmt):
-            _check_statement(stmt, words)
-            continue
-        if words[0] == "PRAGMA" and _reads(stmt):
-            continue
-        if words[0] in SETTINGS:
-            raise ChronosError(
-                f"safe mode: agents can't change settings in SQL ({words[0]}); read with SELECT "
-                f"(the describe tool shows the tables), write rows on a branch you forked",
-                REFUSED,
-            )
-        writes = writes or (sqltext.may_write(stmt) and not _misspelt(db, stmt))
-    if writes:
-        _need_own(db, args.get("branch"), caller)
+            _check_statement(stmt, sqltext.keywords(stmt, 2) or [""])
 
 
 def _check_statement(stmt: str, words: list[str]) -> None:
@@ -130,35 +102,18 @@ def _check_statement(stmt: str, words: list[str]) -> None:
     )
 
 
-def _reads(stmt: str) -> bool:
-    names = sqltext.name_tokens(stmt)
-    name = names[1][0].lower() if len(names) > 1 else ""
-    if name == "main" and len(names) > 2:  # PRAGMA main.table_info(...)
-        name = names[2][0].lower()
-    if "=" in stmt:
+def _owns(db: Any, branch: str | None, caller: Caller) -> bool:
+    if branch in (None, "", "main") or "@" in (branch or ""):
         return False
-    return name in (READ_WITH_ARGUMENT if "(" in stmt else READ_BARE)
-
-
-def _misspelt(db: Any, stmt: str) -> bool:
-    """A statement SQLite can't parse changes nothing: let the call say what's wrong with it
-    rather than refuse it as a write."""
-    try:
-        db.main.conn.execute("EXPLAIN " + stmt).fetchone()
-    except apsw.SQLError as exc:
-        return "syntax error" in str(exc) or "incomplete input" in str(exc)
-    except apsw.Error:
-        return False
-    return False
+    return db.world(branch).wid in caller.own_worlds  # (a clear error for no such branch)
 
 
 def _need_own(db: Any, branch: str | None, caller: Caller) -> None:
-    if branch in (None, "", "main") or "@" in (branch or ""):
-        pass
-    else:
-        world = db.world(branch)  # a clear error for a branch that doesn't exist
-        if world.wid in caller.own_worlds:
-            return
+    if not _owns(db, branch, caller):
+        raise _not_own(db, branch, caller)
+
+
+def _not_own(db: Any, branch: str | None, caller: Caller) -> ChronosError:
     mine = sorted(caller.own_world_names(db))
     how = (
         f"your branches: {', '.join(mine)}"
@@ -166,10 +121,10 @@ def _need_own(db: Any, branch: str | None, caller: Caller) -> None:
         else "you haven't forked one yet: call fork first"
     )
     if branch is None:
-        raise ChronosError(
+        return ChronosError(
             f'safe mode: changes need branch="<a branch you forked>" ({how})', REFUSED
         )
-    raise ChronosError(
+    return ChronosError(
         f'safe mode: changes need branch="<a branch you forked in this session>" ({how}), '
         f"and '{branch}' isn't one",
         REFUSED,

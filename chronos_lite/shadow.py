@@ -180,6 +180,14 @@ def _conflict_conditions(t: TableInfo, new: str) -> list[str]:
     return conds
 
 
+HISTORY_TRIGGERS = ("ai", "au", "ad", "bi", "bu")
+
+
+def trigger_names(n: int) -> list[str]:
+    """The names of the history triggers chronos puts on user table ``n`` (main_triggers')."""
+    return [f"{PREFIX}t{n}_{suffix}" for suffix in HISTORY_TRIGGERS]
+
+
 def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
     """The triggers on a user table that keep its history, by name.
 

@@ -7,7 +7,6 @@ transaction the call leaves open is rolled back, and the reply says so.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
@@ -16,9 +15,19 @@ from typing import Any
 
 import apsw
 
-from . import errors, events, shadow, sqltext, timetravel, worldschema, worldsql
+from . import (
+    budget,
+    errors,
+    events,
+    faults,
+    guard,
+    shadow,
+    sqltext,
+    timetravel,
+    worldschema,
+    worldsql,
+)
 from . import statements as chronos_sql
-from .catalog import PREFIX
 from .db import Database, Session
 from .errors import ChronosError
 from .registry import REGISTRY, Caller
@@ -31,10 +40,11 @@ class StatementResult:
     columns: list[str] | None = None
     rows: list[tuple] = field(default_factory=list)
     tag: str = ""
-    more: bool = False  # rows past max_rows were left unread
+    more: bool = False  # rows past the budget were left unread
     changed: int = 0  # rows it wrote
     ddl: bool = False  # it changed the schema
     report: Any = None  # a chronos statement's operation's data (what --json shows)
+    read: budget.Read | None = None  # how its rows were read (what the budget left out)
 
 
 @dataclass
@@ -61,21 +71,37 @@ def run(
     branch: str | None,
     sql: str,
     params: list[Any] | None = None,
-    max_rows: int | None = None,
     caller: Caller | None = None,
+    access: guard.Access = guard.OWNER,
 ) -> SqlOutcome:
-    """Run a call's statements; ``max_rows``: read at most that many rows of each result;
-    ``caller``: who runs a chronos statement among them."""
+    """Run a call's statements. ``caller``: who runs a chronos statement among them, and the
+    budget of each result (its row cap and characters); ``access``: what the statements may
+    touch (the rights decided it)."""
     statements = sqltext.split_statements(sql)
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
     if any(chronos_sql.is_chronos(s) for s in statements):
         return _chronos_statement(db, branch, statements, caller)
+    limits = caller.budget if caller is not None else budget.UNBOUNDED
     session = db.session(branch)
+    if session.past:  # a branch as it was: read only, whoever asks
+        access = guard.Access(False, False, lambda _d: _past_refusal(session))
     try:
-        return _run(db, session, statements, bindings(params), max_rows)
+        return _run(db, session, statements, bindings(params), limits, access)
     finally:
-        db.end_call(session)
+        try:
+            if not session.conn.get_autocommit():  # whatever happened, no transaction stays
+                session.conn.execute("ROLLBACK")
+        finally:
+            db.end_call(session)
+
+
+def _past_refusal(session: Session) -> ChronosError:
+    return ChronosError(
+        f"{session.branch} is a branch as it was at a moment: it can only be read "
+        f"(SELECT); write on the branch itself",
+        errors.REFUSED,
+    )
 
 
 def _chronos_statement(
@@ -107,12 +133,31 @@ def _chronos_statement(
     return SqlOutcome(branch or "main", [result])
 
 
+@dataclass
+class _Call:
+    """One sql call on one session: what it may do, and what its results may hold."""
+
+    db: Database
+    session: Session
+    binds: dict
+    limits: budget.Budget
+    access: guard.Access
+    immediate: bool = False  # a BEGIN of the call's own takes the write lock at once
+
+
 def _run(
-    db: Database, session: Session, statements: list[str], binds: dict, max_rows: int | None
+    db: Database,
+    session: Session,
+    statements: list[str],
+    binds: dict,
+    limits: budget.Budget,
+    access: guard.Access,
 ) -> SqlOutcome:
     conn = session.conn
     explicit = any(sqltext.is_transaction_control(s) for s in statements)
-    writes = any(sqltext.may_write(s) for s in statements)
+    # (what it may write decides the transaction's kind; what it does write, the guard checks)
+    writes = access.write and any(sqltext.may_write(s) for s in statements)
+    call = _Call(db, session, binds, limits, access, immediate=explicit and writes)
     outcome = SqlOutcome(session.branch, [])
     began = False
     on_main = session.world is None
@@ -126,7 +171,7 @@ def _run(
     schema = _schema_version(conn) if writes and explicit else None
     for index, stmt in enumerate(statements, start=1):
         try:
-            result = _statement(db, session, stmt, binds, explicit and writes, max_rows)
+            result = _statement(call, stmt)
         except (apsw.Error, KeyError, ChronosError, OverflowError) as exc:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
@@ -187,17 +232,11 @@ def _record(
     db.record(conn, world, "schema" if ddl else "write", rows, detail)
 
 
-def _statement(
-    db: Database,
-    session: Session,
-    stmt: str,
-    binds: dict,
-    immediate: bool,
-    max_rows: int | None = None,
-) -> StatementResult:
+def _statement(call: _Call, stmt: str) -> StatementResult:
+    db, session = call.db, call.session
     conn = session.conn
     words = sqltext.keywords(stmt, 6)
-    if immediate and words in (["BEGIN"], ["BEGIN", "TRANSACTION"], ["BEGIN", "DEFERRED"]):
+    if call.immediate and words in (["BEGIN"], ["BEGIN", "TRANSACTION"], ["BEGIN", "DEFERRED"]):
         # A script that writes takes the write lock up front, so it waits for other writers
         # instead of failing with 'database is locked' when it first writes.
         stmt = "BEGIN IMMEDIATE"
@@ -207,24 +246,21 @@ def _statement(
         and "TEMP" not in words[1:2]
         and "TEMPORARY" not in words[1:2]
     )
-    if session.past and sqltext.may_write(stmt):
-        raise ChronosError(
-            f"{session.branch} is a branch as it was at a moment: it can only be read "
-            f"(SELECT); write on the branch itself",
-            errors.REFUSED,
-        )
-    if ddl and session.world is not None:
+    if ddl and session.world is not None:  # a world's schema change: a write, by chronos
+        if not call.access.write:
+            raise _refused(call.access, guard.Denial("write", words[0]))
         return StatementResult(stmt, tag=worldschema.run(db, session, stmt), ddl=True)
     if "OF" in sqltext.all_words(stmt):
         stmt = _as_of(db, session, stmt)
-    if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words:
+    if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words and call.access.write:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
     # the last statement's count, and a world's clock must not tick outside the transaction)
     if session.world is not None and not control:
-        db.begin_world_write(conn, sqltext.conflict_mode(stmt), sqltext.may_write(stmt))
-    if session.world is not None and words[:1] in (["INSERT"], ["REPLACE"]):
-        adapted = adapt_insert(db, session, stmt, binds, _world_execute)
+        tick = call.access.write and sqltext.may_write(stmt)
+        db.begin_world_write(conn, sqltext.conflict_mode(stmt), tick)
+    if session.world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"]):
+        adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
         if adapted is not None:
             if adapted.changed:
                 db.bump_version(conn, session.world)
@@ -233,111 +269,107 @@ def _statement(
                     stmt, tag=f"INSERT 0 {adapted.changed}", changed=adapted.changed
                 )
             return StatementResult(stmt, adapted.columns, adapted.rows, changed=adapted.changed)
-    rows, desc = _execute(conn, stmt, binds, session.world is not None, max_rows)
+    columns, got = _execute(call, stmt)
     changed = 0 if ddl or control else db.rows_written(session)
     if changed and session.world is not None:
         db.bump_version(conn, session.world)
     if ddl:
         db.follow_schema(conn)
-    if desc:
-        more = max_rows is not None and len(rows) > max_rows
+    if columns is not None:
         return StatementResult(
-            stmt, [d[0] for d in desc], rows[:max_rows], more=more, changed=changed, ddl=bool(ddl)
+            stmt, columns, got.rows, more=got.more, changed=changed, ddl=bool(ddl), read=got
         )
     return StatementResult(stmt, tag=_tag(stmt, changed), changed=changed, ddl=bool(ddl))
 
 
-# (Not DROP TRIGGER: dropping a user table drops its history triggers with it; a history trigger
-# dropped by hand is put back by the next schema sync.)
-_WRITES = {
-    apsw.SQLITE_INSERT,
-    apsw.SQLITE_UPDATE,
-    apsw.SQLITE_DELETE,
-    apsw.SQLITE_DROP_TABLE,
-    apsw.SQLITE_DROP_INDEX,
-}
-
-
-def _guard(op: int, one: str | None, two: str | None, _db: str | None, trigger: str | None) -> int:
-    """Keep user SQL off chronos' own objects; our triggers (named _chronos_*) may write them."""
-    if trigger and trigger.startswith(PREFIX):
-        return apsw.SQLITE_OK
-    target = two if op == apsw.SQLITE_ALTER_TABLE else one
-    if (op in _WRITES or op == apsw.SQLITE_ALTER_TABLE) and target and target.startswith(PREFIX):
-        return apsw.SQLITE_DENY
-    return apsw.SQLITE_OK
-
-
-def _world_guard(
-    op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
-) -> int:
-    """On a world, also keep writes off main's own tables (``main.users``): the world's rows
-    are written through its views, by unqualified names."""
-    if trigger and trigger.startswith(PREFIX):
-        return apsw.SQLITE_OK
-    if op in _ROW_WRITES and db == "main" and one and not one.startswith(PREFIX):
-        _denied.append(one)
-        return apsw.SQLITE_DENY
-    return _guard(op, one, two, db, trigger)
-
-
-_ROW_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE}
-_denied: list[str] = []  # the main table a world statement named (for the message)
-_running: set[int] = set()  # connections (by id) running a user's statement now
 # User statements are prepared under this mark plus their text, so the statement cache never
 # hands a user a statement prepared for chronos itself (which the guard did not check). In
 # front: at the end it became part of an unnamed last column's name (select 1).
 USER_MARK = "/* chronos: user sql */\n"
 
 
-def _install_guard(conn: apsw.Connection, world: bool) -> None:
-    """The guard stays installed (setting an authorizer empties the statement cache, so a
-    warm statement would be prepared again on every call); it checks only user statements."""
-    if conn.authorizer is not None:
-        return
-    ident, check = id(conn), (_world_guard if world else _guard)
-
-    def guard(op: int, one: str | None, two: str | None, db: str | None, trig: str | None) -> int:
-        return check(op, one, two, db, trig) if ident in _running else apsw.SQLITE_OK
-
-    conn.authorizer = guard
-
-
-def _execute(
-    conn: apsw.Connection, stmt: str, binds: dict, world: bool = False, limit: int | None = None
-) -> tuple[list, tuple]:
-    """Rows and column description of one statement (also when it returns no rows)."""
+def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
+    """One user statement under the guard: its columns (None: it returns none) and its rows,
+    read within the call's budget."""
+    conn = call.session.conn
     description: list = []
+    prefixed: list[int] = []  # chronos-named objects before an ALTER TABLE (a rename into them)
 
     def trace(cursor: apsw.Cursor, _sql: str, _b: Any) -> bool:
         description[:] = [cursor.description]
+        if not cursor.is_readonly and not checked.acted and not call.access.settings:
+            # SQLite calls it a write, but no action of it was there to authorize (VACUUM):
+            # a statement that can't be classified doesn't run
+            checked.denied = checked.denied or guard.Denial("settings", _lead(stmt))
+            return False
+        if checked.altered:
+            prefixed.append(_prefixed_objects(conn))
+        checked.acted = checked.altered = False
         return True
 
     cursor = conn.cursor()
     cursor.exec_trace = trace
-    _install_guard(conn, world)
-    _denied.clear()
-    _running.add(id(conn))
-    try:
-        cursor.execute(USER_MARK + stmt, binds or None)
-        if limit is None:
-            rows = cursor.fetchall()
-        else:  # one more than asked: whether there are more (a write is done by its first step)
-            rows = list(itertools.islice(cursor, limit + 1))
-            cursor.close(force=True)
-    except apsw.AuthError:
-        if _denied:
-            raise ChronosError(
-                f"main.{_denied[0]} is main's table: on a branch, write the branch's rows by "
-                f"their unqualified name ({_denied[0]}); main changes when the branch merges",
-                errors.REFUSED,
-            ) from None
-        raise ChronosError(errors.OWN_TABLES, errors.REFUSED) from None
-    except OverflowError:
-        raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
-    finally:
-        _running.discard(id(conn))
-    return rows, (description[0] if description else ())
+    with guard.checking(conn, call.access) as checked:
+        try:
+            cursor.execute(USER_MARK + stmt, call.binds or None)
+            got = budget.read(cursor, call.limits, _names(description))
+            if got.more:
+                cursor.close(force=True)  # (a write is done by its first step)
+            if prefixed and _prefixed_objects(conn) > prefixed[0]:
+                raise guard.Refused(guard.Denial("own", "ALTER TABLE ... RENAME TO"))
+        except (apsw.Error, guard.Refused) as exc:
+            denial = checked.denied or getattr(exc, "denial", None)
+            if denial is None and call.session.past and "because it is a view" in str(exc):
+                denial = guard.Denial("write")  # (SQLite refused before asking the guard)
+            if denial is not None:
+                raise _refused(call.access, denial) from None
+            raise
+        except OverflowError:
+            raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
+    desc = description[0] if description else ()
+    return ([d[0] for d in desc] if desc else None), got
+
+
+def _names(description: list) -> list[str]:
+    return [d[0] for d in description[0]] if description and description[0] else []
+
+
+def _lead(stmt: str) -> str:
+    words = sqltext.keywords(stmt, 1)
+    return words[0] if words else "this statement"
+
+
+def _prefixed_objects(conn: apsw.Connection) -> int:
+    return conn.execute(
+        "select (select count(*) from main.sqlite_schema where name like '\\_chronos\\_%' "
+        "escape '\\') + (select count(*) from temp.sqlite_schema where name like "
+        "'\\_chronos\\_%' escape '\\')"
+    ).fetchone()[0]
+
+
+def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
+    """The error for what the guard refused: chronos' own objects and main's tables say so;
+    writes and settings as the caller's rights put it."""
+    if denial.kind == "own":
+        return ChronosError(errors.OWN_TABLES, errors.REFUSED)
+    if denial.kind == "main":
+        return ChronosError(guard.main_table_message(denial.name), errors.REFUSED)
+    if access.refusal is not None:
+        made = access.refusal(denial)
+        if isinstance(made, ChronosError):
+            return made
+    what = "change settings" if denial.kind == "settings" else "write"
+    return ChronosError(f"this call may not {what} ({denial.name})", errors.REFUSED)
+
+
+def _adapted_execute(call: _Call):
+    """How worldstmt runs an INSERT it adapted: as a user statement, under the guard."""
+
+    def execute(_conn: apsw.Connection, stmt: str, _binds: dict) -> tuple[list, tuple]:
+        columns, got = _execute(call, stmt)
+        return got.rows, tuple((c, None) for c in columns or [])
+
+    return execute
 
 
 def _as_of(db: Database, session: Session, stmt: str) -> str:
@@ -457,10 +489,6 @@ def _alias(stmt: str, at: int, name: str) -> str:
     return f" AS {sqltext.quote_ident(name)}"
 
 
-def _world_execute(conn: apsw.Connection, stmt: str, binds: dict) -> tuple[list, tuple]:
-    return _execute(conn, stmt, binds, world=True)
-
-
 def _tag(stmt: str, changed: int) -> str:
     words = sqltext.keywords(stmt, 1)
     first = words[0] if words else ""
@@ -505,7 +533,7 @@ def _explain(
         message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
         code = errors.BAD_ARGUMENT
     else:
-        described = errors.from_sqlite(exc)
+        described = faults.describe(exc, db) or errors.from_sqlite(exc)
         message, code = described.message, described.code
         if worldschema.DROPPED in message:
             name = message.split(worldschema.DROPPED, 1)[1]

@@ -526,6 +526,11 @@ def trigger_name(n: int, suffix: str, kv: bool = False) -> str:
     return f"_chronos_w_{suffix}_k{n}" if kv else f"_chronos_w_{suffix}_{n}"
 
 
+def world_trigger_names(n: int) -> list[str]:
+    """Every name a world's INSTEAD OF trigger on table ``n`` can have (trigger_name's)."""
+    return [trigger_name(n, s, kv) for s in ("ii", "iu", "id") for kv in (False, True)]
+
+
 def _trigger(t: TableInfo, n: int, suffix: str, event: str, steps: list[str], kv: bool) -> str:
     target = key_view(n) if kv else quote_ident(t.name)
     name = trigger_name(n, suffix, kv)

@@ -4,6 +4,12 @@ One message per line, answered in order; stdout carries only protocol messages. 
 revisions are served: 2025-06-18 and 2025-11-25 through ``initialize``, and the stateless
 2026-07-28, where each request names its version in ``params._meta`` (``server/discover`` first).
 
+A reader thread keeps reading stdin while a call runs, so ``notifications/cancelled`` stops the
+call it names at once (it rolls back, and gets no reply, as the spec asks); a request cancelled
+before it started is skipped. Every call is bounded: a time limit (``--max-query-ms``, 30 s by
+default in safe mode), a result budget in rows and characters, and SQLite's heap for the whole
+process (``--max-memory-mb``).
+
 The loop is written here rather than on the ``mcp`` SDK's server: the failure modes the spec asks
 for (a line that isn't JSON, a batch, an 8 MB line read past without holding it) and the latency
 target (a warm call well under a millisecond) need a plain line loop, and it is short.
@@ -13,17 +19,21 @@ from __future__ import annotations
 
 import json
 import math
+import queue
 import sys
+import threading
 import time
 import traceback
 from typing import Any, BinaryIO
+
+import apsw
 
 import chronos_lite
 
 from .. import prune
 from ..db import Database
 from ..errors import ChronosError
-from ..registry import REGISTRY, Caller
+from ..registry import REGISTRY, Caller, time_limit
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
 MODERN_VERSIONS = ("2026-07-28",)
@@ -33,6 +43,10 @@ MAX_MESSAGE = 8 * 1024 * 1024
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 MAX_ROWS = 1000  # rows a result holds; it says how to page on
+MAX_RESULT_CHARS = 24_000  # characters a result's text (and its JSON) may take: well under
+# the 50,000 Claude Code keeps in the conversation, with both in the reply
+MAX_MEMORY_MB = 256  # SQLite's heap for the serving process
+CANCELLED = "notifications/cancelled"
 LIST_TTL_MS = 3_600_000  # the tool list changes only with the program
 
 PARSE_ERROR, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS, INTERNAL = (
@@ -86,6 +100,10 @@ class Server:
         self._tools = [_tool(op) for op in REGISTRY.listed(caller)]
         self._instructions = instructions(folder, caller)
         self._pruned = time.monotonic()
+        self._lock = threading.Lock()  # between the loop and the reader: what runs now
+        self._running: Any = None  # the id of the request being answered
+        self._cancelled: dict[Any, float] = {}  # request ids cancelled (when), not yet answered
+        self._answered: dict[Any, None] = {}  # the last ids answered (a late cancel is ignored)
 
     # --- one message --------------------------------------------------------------------------
 
@@ -116,6 +134,8 @@ class Server:
             return None  # a client's response (we send no requests): nothing to answer
         ident = message.get("id")
         notification = "id" not in message
+        if not notification and self._was_cancelled(ident):
+            return None  # cancelled before it ran: no reply (the client stopped waiting)
         if not notification and (isinstance(ident, bool) or not isinstance(ident, str | int)):
             return _error(
                 None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"
@@ -128,16 +148,49 @@ class Server:
         params = message.get("params", {})
         if params is None:
             params = {}
+        with self._lock:
+            self._running = ident
         try:
             if not isinstance(params, dict):
                 raise ProtocolError(INVALID_PARAMS, "Invalid params: params must be an object")
-            result = self._dispatch(method, params)
+            with self.db.bounds.call(time_limit(self.caller)):  # (the reader may cancel it)
+                result = self._dispatch(method, params)
         except ProtocolError as exc:
             return _error(ident, exc.code, exc.message, exc.data)
         except Exception as exc:  # a bug outside an operation: say so, serve on
             traceback.print_exc(file=sys.stderr)
             return _error(ident, INTERNAL, f"Internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._running = None
+                self._answered[_key(ident)] = None
+                if len(self._answered) > 1000:
+                    del self._answered[next(iter(self._answered))]
+        if self._was_cancelled(ident):
+            return None  # the spec: no reply to a cancelled request
         return {"jsonrpc": "2.0", "id": ident, "result": result}
+
+    # --- cancellation -------------------------------------------------------------------------
+
+    def cancel(self, ident: Any) -> None:
+        """``notifications/cancelled`` for request ``ident`` (from the reader thread): stop it
+        if it runs now, skip it if it hasn't started."""
+        if isinstance(ident, bool) or not isinstance(ident, str | int):
+            return  # (a malformed notification is ignored)
+        key = _key(ident)
+        with self._lock:
+            if key in self._answered and _key(self._running) != key:
+                return  # answered already (the cancel crossed the reply)
+            now = time.monotonic()
+            for old in [k for k, t in self._cancelled.items() if now - t > 600]:
+                del self._cancelled[old]
+            self._cancelled[key] = now
+            if _key(self._running) == key:
+                self.db.bounds.cancel()
+
+    def _was_cancelled(self, ident: Any) -> bool:
+        with self._lock:
+            return self._cancelled.pop(_key(ident), None) is not None
 
     def _dispatch(self, method: str, params: dict) -> dict:
         modern = self._modern_version(params)
@@ -244,6 +297,12 @@ class Server:
             reply = REGISTRY.call(self.db, name, args, self.caller)
         except ChronosError as exc:
             return _tool_error(exc.message, exc.code, exc.data)
+        except MemoryError:  # Python's own memory ran out: the call is gone, the server isn't
+            return _tool_error(
+                "out of memory: the call needed more memory than the server has; nothing was "
+                "changed: ask for less (LIMIT, fewer or shorter values)",
+                "53200",
+            )
         except Exception as exc:  # a bug in an operation: the session goes on
             traceback.print_exc(file=sys.stderr)
             return _tool_error(
@@ -260,21 +319,21 @@ class Server:
     # --- the loop -----------------------------------------------------------------------------
 
     def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
-        """Read messages until stdin ends; answer each on stdout."""
+        """Read messages until stdin ends; answer each on stdout, in order."""
+        lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        reader = threading.Thread(target=self._read, args=(stdin, lines), daemon=True)
+        reader.start()
         while True:
-            line = stdin.readline(MAX_MESSAGE + 1)
-            if not line:
+            line = lines.get()
+            if line is None:
                 return
-            if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
-                _skip_rest_of_line(stdin)
+            if line is TOO_LONG:
                 reply = _error(
                     None,
                     INVALID_REQUEST,
                     f"Invalid request: a message may be at "
                     f"most {MAX_MESSAGE // (1024 * 1024)} MB; this one is longer",
                 )
-            elif not line.strip():
-                continue
             else:
                 reply = self.answer_line(line)
             if reply is not None:
@@ -283,6 +342,43 @@ class Server:
             if time.monotonic() - self._pruned > prune.EVERY:  # a long session prunes too
                 self._pruned = time.monotonic()
                 prune.prune_if_due(self.db)
+
+    def _read(self, stdin: BinaryIO, lines: queue.SimpleQueue) -> None:
+        """The reader thread: lines to the loop; a cancel acted on as soon as it is read."""
+        try:
+            while True:
+                line = stdin.readline(MAX_MESSAGE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
+                    _skip_rest_of_line(stdin)
+                    lines.put(TOO_LONG)
+                elif line.strip():
+                    if CANCELLED.encode() in line:
+                        self._cancel_from(line)
+                    lines.put(line)
+        except (OSError, ValueError):
+            pass  # stdin closed under us: the loop ends as at end of input
+        finally:
+            lines.put(None)
+
+    def _cancel_from(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return
+        if isinstance(message, dict) and message.get("method") == CANCELLED:
+            params = message.get("params")
+            if isinstance(params, dict) and "requestId" in params:
+                self.cancel(params["requestId"])
+
+
+TOO_LONG = b"<a line over the limit>"  # (the reader's mark, compared by identity)
+
+
+def _key(ident: Any) -> tuple[str, Any]:
+    """A request id as a key: 1 and "1" are different ids."""
+    return (type(ident).__name__, ident)
 
 
 def _encode(reply: dict) -> bytes:
@@ -354,13 +450,25 @@ def _tool_error(message: str, code: str, data: Any = None) -> dict:
     }
 
 
-def run(folder: str, allow_merge: bool, agent: str | None, branch: str | None) -> int:
-    """Start serving (the ``chronos mcp`` command); refusals before serving raise ChronosError."""
+def run(
+    folder: str,
+    allow_merge: bool,
+    agent: str | None,
+    branch: str | None,
+    max_query_ms: int | None = None,
+    max_memory_mb: int = MAX_MEMORY_MB,
+    max_result_chars: int = MAX_RESULT_CHARS,
+) -> int:
+    """Start serving (the ``chronos mcp`` command); refusals before serving raise ChronosError.
+    ``max_query_ms``: each call's time limit (None: safe mode's 30 s, none for the owner; 0:
+    none); ``max_memory_mb``: SQLite's heap for the process; ``max_result_chars``: a result's
+    budget."""
     if agent is not None:
         raise ChronosError(
             f"--agent {agent}: agents (their rights, quotas and own worlds) aren't in this "
             f"version yet; run in safe mode (the default) or with --allow-merge"
         )
+    apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
     db = chronos_lite.open(folder)
     try:
         if branch not in (None, "main"):
@@ -369,6 +477,8 @@ def run(folder: str, allow_merge: bool, agent: str | None, branch: str | None) -
             name="owner" if allow_merge else "mcp",
             mode="owner" if allow_merge else "safe",
             max_rows=MAX_ROWS,
+            max_chars=max_result_chars,
+            max_query_ms=max_query_ms,
         )
         out = sys.stdout.buffer
         sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs

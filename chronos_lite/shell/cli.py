@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -252,7 +252,8 @@ def _script(ns: argparse.Namespace) -> list[tuple[str, str]] | None:
     return None
 
 
-MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [-b BRANCH]
+MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [-b BRANCH] [--max-query-ms MS]
+                    [--max-memory-mb MB] [--max-result-chars N]
 
 Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio, one message per
 line (protocol 2025-06-18 and 2025-11-25 through initialize, 2026-07-28 stateless). Give the
@@ -264,6 +265,12 @@ folder as an absolute path: the client picks the working directory.
   --allow-merge    the database's own user: every tool, merge included
   --agent NAME     not in this version (refused)
   -b BRANCH        the branch must exist (tools name their own branch; default main)
+  --max-query-ms MS       each call's time limit (default 30000 in safe mode, none with
+                          --allow-merge; 0: none); a call past it is rolled back
+  --max-memory-mb MB      SQLite's memory for the server (default 256); a call that needs
+                          more fails, the server goes on
+  --max-result-chars N    characters a result may take (default 24000); a longer one is cut
+                          and says how to page on
 
 Claude Code:  claude mcp add chronos -- chronos mcp /abs/path/to/folder
 See docs/mcp.md.
@@ -283,10 +290,36 @@ def _mcp(argv: list[str]) -> int:
     parser.add_argument("--allow-merge", action="store_true")
     parser.add_argument("--agent", default=None)
     parser.add_argument("-b", "--branch", default=None)
+    parser.add_argument("--max-query-ms", type=_count("--max-query-ms"), default=None)
+    parser.add_argument("--max-memory-mb", type=_count("--max-memory-mb", 16), default=256)
+    parser.add_argument("--max-result-chars", type=_count("--max-result-chars", 1000))
     ns = parser.parse_intermixed_args(argv)
     from chronos_lite.serve import mcp  # the server's imports only when serving
 
-    return mcp.run(ns.folder, ns.allow_merge, ns.agent, ns.branch)
+    return mcp.run(
+        ns.folder,
+        ns.allow_merge,
+        ns.agent,
+        ns.branch,
+        max_query_ms=ns.max_query_ms,
+        max_memory_mb=ns.max_memory_mb,
+        max_result_chars=ns.max_result_chars or mcp.MAX_RESULT_CHARS,
+    )
+
+
+def _count(flag: str, least: int = 0) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``, or a clear error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < least:
+            raise ChronosError(f"{flag} takes a whole number of at least {least}, not {text!r}")
+        return value
+
+    return parse
 
 
 def main(argv: Sequence[str] | None = None) -> None:

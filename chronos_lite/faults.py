@@ -1,0 +1,124 @@
+"""Faults of the file, the disk, the locks and the limits, each with its own message and code.
+
+A fault is not the caller's mistake and not a bug in chronos: the disk is full, a page is corrupt,
+another writer holds the lock, the call ran past its time limit. Each SQLite error class gets a
+SQLSTATE-like code (Postgres' where one fits) and a message that says what happened, that
+nothing was changed (the call's transaction rolled back), and what to do about it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from . import limits, locks
+from .errors import ChronosError
+
+DISK_FULL = "53100"
+OUT_OF_MEMORY = "53200"
+TOO_BIG = "54000"
+LOCK_NOT_AVAILABLE = "55P03"
+QUERY_CANCELED = "57014"
+IO_ERROR = "58030"
+FILE_GONE = "58P01"
+CORRUPT = "XX001"
+NOT_A_DATABASE = "XX002"
+READ_ONLY = "25006"
+BAD_CHARACTER = "22021"
+
+FAULTS = (
+    apsw.FullError,
+    apsw.IOError,
+    apsw.CantOpenError,
+    apsw.CorruptError,
+    apsw.NotADBError,
+    apsw.ReadOnlyError,
+    apsw.NoMemError,
+    apsw.TooBigError,
+    apsw.BusyError,
+    apsw.LockedError,
+    apsw.InterruptError,
+)
+
+
+def describe(exc: BaseException, db: Any) -> ChronosError | None:
+    """The fault ``exc`` is, as a ChronosError (None: not a fault). ``db``: the Database (its
+    path, folder and bounds name the file and the limits)."""
+    if not isinstance(exc, FAULTS):
+        return None
+    sqlite = str(exc).split(": ", 1)[-1] if ": " in str(exc) else str(exc)
+    said = f"(SQLite: {sqlite})"
+    nothing = "nothing was changed"
+    bounds: limits.Bounds = db.bounds
+    if isinstance(exc, apsw.InterruptError) or (
+        isinstance(exc, apsw.BusyError | apsw.LockedError) and bounds.stopped == limits.TIMEOUT
+    ):
+        return interrupted(bounds, db)
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return ChronosError(
+            f"the database is busy: {locks.holder(db.path)} holds the write lock, and this call "
+            f"waited {bounds.waited_ms():,} ms for it; {nothing}: try again",
+            LOCK_NOT_AVAILABLE,
+        )
+    if isinstance(exc, apsw.FullError):
+        return ChronosError(
+            f"the disk is full {said}: {nothing}; free space on the disk holding {db.folder} "
+            f"(or raise PRAGMA max_page_count if it is set) and try again",
+            DISK_FULL,
+        )
+    if isinstance(exc, apsw.IOError | apsw.CantOpenError):
+        return ChronosError(
+            f"I/O error on {db.path} {said}: {nothing}; check the disk and that the folder is "
+            f"still there, then try again",
+            IO_ERROR,
+        )
+    if isinstance(exc, apsw.CorruptError):
+        return ChronosError(
+            f"the database file {db.path} is corrupt {said}: {nothing}; see what is damaged with "
+            f'`chronos {db.folder} sql "pragma integrity_check"` and restore it from a backup',
+            CORRUPT,
+        )
+    if isinstance(exc, apsw.NotADBError):
+        return ChronosError(
+            f"{db.path} is not a SQLite database {said}: was it overwritten? {nothing}; put "
+            f"the database file back (from a backup) and restart chronos",
+            NOT_A_DATABASE,
+        )
+    if isinstance(exc, apsw.ReadOnlyError):
+        return ChronosError(
+            f"the database can't be written {said}: {nothing}; check that {db.path} and its "
+            f"folder are writable by this user",
+            READ_ONLY,
+        )
+    if isinstance(exc, apsw.NoMemError):
+        limit = apsw.hard_heap_limit(-1)
+        within = f" (its SQLite memory limit is {limit // 2**20:,} MB)" if limit else ""
+        return ChronosError(
+            f"out of memory {said}: the call needed more memory than this process has{within}; "
+            f"{nothing}: ask for less (LIMIT, fewer or shorter values: substr(), length())",
+            OUT_OF_MEMORY,
+        )
+    return ChronosError(  # TooBigError
+        f"a value or a statement is too big for SQLite {said}: {nothing}; split it, or read "
+        f"long values in parts with substr()",
+        TOO_BIG,
+    )
+
+
+def interrupted(bounds: limits.Bounds, db: Any) -> ChronosError:
+    """The call was stopped: by its time limit, a cancel, or Ctrl-C."""
+    if bounds.stopped == limits.TIMEOUT:
+        return ChronosError(
+            f"canceling statement due to statement timeout: the call ran past its limit of "
+            f"{bounds.limit_ms:,} ms and was rolled back, nothing was changed; ask for less "
+            f"(LIMIT, a narrower WHERE), or raise the limit (chronos mcp --max-query-ms)",
+            QUERY_CANCELED,
+        )
+    if bounds.stopped == limits.CANCELLED:
+        return ChronosError(
+            "canceling statement due to user request: the call was cancelled and rolled back, "
+            "nothing was changed",
+            QUERY_CANCELED,
+        )
+    return ChronosError("cancelled: the statement was stopped; nothing changed", QUERY_CANCELED)

@@ -1,0 +1,245 @@
+"""What a user's statement may touch, decided by SQLite's authorizer on what SQLite prepares.
+
+Every statement a caller sends runs under the connection's ``Guard`` (installed once: setting an
+authorizer empties SQLite's statement cache). The guard sees each action SQLite compiles (after
+every rewrite chronos made, ``AS OF`` included) and the actions of nested preparations while the
+statement runs (a ``pragma_...`` table-valued function prepares its PRAGMA then). It decides by
+the call's ``Access``:
+
+* reads (SELECT, reading a table, calling a function, a read-only PRAGMA) always run;
+* a call without write access (safe mode off its own worlds, a branch as it was) runs nothing
+  else: no row write, no schema change, no transaction statement, no setting;
+* settings (a PRAGMA that sets, ATTACH, DETACH, ANALYZE, REINDEX) need ``settings`` access;
+* whatever the access, chronos' own objects (``_chronos_*``) are written only by chronos'
+  triggers, no statement creates an object in chronos' namespace or a trigger on its tables, and
+  a world's statement never writes main's tables by their qualified name.
+
+Chronos' triggers are trusted by identity: the names chronos gave the triggers it made on this
+connection (main's history triggers, a world's INSTEAD OF triggers), which no statement can
+create, since names starting ``_chronos_`` are refused in every schema. A statement SQLite
+calls a write but for which the authorizer saw no action to classify (VACUUM) is refused
+without write and settings access, never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import apsw
+
+from .catalog import PREFIX
+
+OK, DENY = apsw.SQLITE_OK, apsw.SQLITE_DENY
+
+READS = {apsw.SQLITE_SELECT, apsw.SQLITE_READ, apsw.SQLITE_FUNCTION, apsw.SQLITE_RECURSIVE}
+ROW_WRITES = {apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE, apsw.SQLITE_DELETE}
+SETTINGS = {  # (as a refusal names them)
+    apsw.SQLITE_ATTACH: "ATTACH",
+    apsw.SQLITE_DETACH: "DETACH",
+    apsw.SQLITE_ANALYZE: "ANALYZE",
+    apsw.SQLITE_REINDEX: "REINDEX",
+    apsw.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
+    apsw.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
+}
+CREATES = {
+    apsw.SQLITE_CREATE_INDEX,
+    apsw.SQLITE_CREATE_TABLE,
+    apsw.SQLITE_CREATE_TEMP_INDEX,
+    apsw.SQLITE_CREATE_TEMP_TABLE,
+    apsw.SQLITE_CREATE_TEMP_TRIGGER,
+    apsw.SQLITE_CREATE_TEMP_VIEW,
+    apsw.SQLITE_CREATE_TRIGGER,
+    apsw.SQLITE_CREATE_VIEW,
+    apsw.SQLITE_CREATE_VTABLE,
+}
+DROPS = {
+    apsw.SQLITE_DROP_INDEX,
+    apsw.SQLITE_DROP_TABLE,
+    apsw.SQLITE_DROP_TEMP_INDEX,
+    apsw.SQLITE_DROP_TEMP_TABLE,
+    apsw.SQLITE_DROP_TEMP_TRIGGER,
+    apsw.SQLITE_DROP_TEMP_VIEW,
+    apsw.SQLITE_DROP_TRIGGER,
+    apsw.SQLITE_DROP_VIEW,
+    apsw.SQLITE_DROP_VTABLE,
+}
+# Creating an index or a trigger names the table it is on (the action's second argument).
+ON_TABLE = {
+    apsw.SQLITE_CREATE_INDEX,
+    apsw.SQLITE_CREATE_TEMP_INDEX,
+    apsw.SQLITE_CREATE_TEMP_TRIGGER,
+    apsw.SQLITE_CREATE_TRIGGER,
+}
+
+# PRAGMAs that only read: these take an argument (a table's name)...
+READ_WITH_ARGUMENT = {
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+    "foreign_key_check",
+    "integrity_check",
+    "quick_check",
+}
+# ...and these read only bare: with "= v" or "(v)" they set.
+READ_BARE = READ_WITH_ARGUMENT | {
+    "database_list",
+    "collation_list",
+    "function_list",
+    "module_list",
+    "pragma_list",
+    "compile_options",
+    "schema_version",
+    "user_version",
+    "application_id",
+    "page_count",
+    "page_size",
+    "freelist_count",
+    "encoding",
+    "data_version",
+    "foreign_keys",
+}
+
+
+def reading_pragma(name: str, argument: str | None) -> bool:
+    name = name.lower()
+    return name in READ_WITH_ARGUMENT or (argument is None and name in READ_BARE)
+
+
+@dataclass(frozen=True)
+class Denial:
+    """Why the guard refused an action: ``kind`` is ``write`` (the call may only read),
+    ``settings``, ``own`` (chronos' objects) or ``main`` (main's table from a world);
+    ``name`` what the action named."""
+
+    kind: str
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Access:
+    """What a call's statements may do (decided by the rights before the call runs).
+    ``refusal`` turns a write or settings denial into the caller's error."""
+
+    write: bool = True
+    settings: bool = True
+    refusal: Callable[[Denial], Exception] | None = None
+
+
+OWNER = Access()
+
+
+class Refused(Exception):
+    """A statement the guard refused after it ran (the call's transaction rolls it back)."""
+
+    def __init__(self, denial: Denial) -> None:
+        super().__init__(denial.kind)
+        self.denial = denial
+
+
+@dataclass
+class Guard:
+    """A connection's authorizer: checks only while a user's statement runs (``access`` set)."""
+
+    world: bool = False
+    access: Access | None = None
+    trusted: frozenset[str] = frozenset()  # the triggers chronos made on this connection
+    own_temp: frozenset[str] = frozenset()  # chronos' TEMP objects here (lower case)
+    denied: Denial | None = None
+    acted: bool = False  # an action other than a read was allowed in this statement
+    altered: bool = False  # an ALTER TABLE was allowed in this statement
+    dropping: str = ""  # the table a DROP TABLE allowed in this statement drops (lower case)
+
+    def __call__(
+        self, op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
+    ) -> int:
+        access = self.access
+        if access is None or (trigger is not None and trigger in self.trusted):
+            return OK
+        denial = self._decide(op, one or "", two or "", db, access)
+        if denial is None:
+            return OK
+        if self.denied is None:  # the first reason is the one to tell
+            self.denied = denial
+        return DENY
+
+    def _decide(self, op: int, one: str, two: str, db: str | None, access: Access) -> Denial | None:
+        if op in READS:
+            return None
+        if op == apsw.SQLITE_PRAGMA:
+            if reading_pragma(one, two or None):
+                return None
+            return None if access.settings else Denial("settings", f"PRAGMA {one}")
+        own = self._own_object(op, one, two)
+        if own is not None:
+            return own
+        if self.world and op in ROW_WRITES and db == "main" and not _ours(one):
+            return Denial("main", one)
+        if op in SETTINGS:
+            if not access.settings:
+                return Denial("settings", SETTINGS[op])
+        elif not access.write:
+            return Denial("write", one)
+        self.acted = True
+        if op == apsw.SQLITE_ALTER_TABLE:
+            self.altered = True
+        return None
+
+    def _own_object(self, op: int, one: str, two: str) -> Denial | None:
+        """Chronos' objects: written only by its triggers, never created, dropped or altered."""
+        if op in CREATES:
+            if _ours(one) or (op in ON_TABLE and _ours(two)):
+                return Denial("own", one if _ours(one) else two)
+            return None
+        if op in DROPS:
+            if op == apsw.SQLITE_DROP_TRIGGER and two.lower() == self.dropping:
+                return None  # the table's own triggers go with it (a history trigger, say)
+            if _ours(one) or one.lower() in self.own_temp:
+                return Denial("own", one)
+            if op in (apsw.SQLITE_DROP_TABLE, apsw.SQLITE_DROP_TEMP_TABLE):
+                self.dropping = one.lower()
+            return None
+        if op == apsw.SQLITE_ALTER_TABLE:  # (database, table)
+            return Denial("own", two) if _ours(two) or two.lower() in self.own_temp else None
+        if op in ROW_WRITES and _ours(one):
+            return Denial("own", one)
+        return None
+
+
+def _ours(name: str) -> bool:
+    return name.lower().startswith(PREFIX)
+
+
+def install(conn: apsw.Connection, world: bool = False) -> Guard:
+    """The connection's guard (installed on first use; kept for the connection's life)."""
+    guard = conn.authorizer
+    if isinstance(guard, Guard):
+        return guard
+    guard = Guard(world=world)
+    conn.authorizer = guard
+    return guard
+
+
+@contextmanager
+def checking(conn: apsw.Connection, access: Access) -> Iterator[Guard]:
+    """Run a user's statement under ``access`` (chronos' own SQL runs unchecked otherwise)."""
+    guard = install(conn)
+    outer = guard.access
+    guard.access, guard.denied, guard.acted, guard.altered = access, None, False, False
+    guard.dropping = ""
+    try:
+        yield guard
+    finally:
+        guard.access = outer
+
+
+def main_table_message(name: str) -> str:
+    return (
+        f"main.{name} is main's table: on a branch, write the branch's rows by their unqualified "
+        f"name ({name}); main changes when the branch merges"
+    )

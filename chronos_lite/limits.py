@@ -1,0 +1,98 @@
+"""Every call is bounded: a statement time limit, cancellation, and how long it waits for a lock.
+
+One ``Bounds`` per open database (its connections serve one call at a time). A call runs inside
+``Bounds.call``: SQLite's progress handler, installed on every connection, interrupts it once
+its time limit has passed or someone cancelled it (``cancel`` is safe from another thread: the
+MCP server's reader calls it for ``notifications/cancelled``). A call interrupted this way
+rolls back: nothing of it stays, and it releases the write lock it held.
+
+A writer that finds the write lock taken waits in short polls (so it gets its turn beside a
+writer in a tight loop), at most ``BUSY_MS`` and never past its own time limit, then fails with
+a busy error naming who holds the lock (see ``locks``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import apsw
+
+# A person's write outlasts an agent's call at its default limit (30 s) rather than fail.
+BUSY_MS = 35_000
+AGENT_QUERY_MS = 30_000  # safe mode's (and agents') statement time limit by default
+PROGRESS_EVERY = 1000  # SQLite VM steps between checks (no cost measurable on a 2M-row scan)
+TIMEOUT, CANCELLED = "timeout", "cancelled"
+
+
+@dataclass
+class Bounds:
+    """The running call's limits, checked from SQLite's progress and busy handlers."""
+
+    busy_ms: int = BUSY_MS
+    limit_ms: int | None = None  # the running call's time limit
+    deadline: float | None = None  # ... as a time.monotonic() moment
+    stopped: str | None = None  # why the running call is being stopped (TIMEOUT, CANCELLED)
+    active: bool = False
+    _busy_since: float = 0.0
+
+    @contextmanager
+    def call(self, limit_ms: int | None = None) -> Iterator[Bounds]:
+        """Around one call (calls don't nest: an inner one keeps the outer's limit)."""
+        if self.active:
+            yield self
+            return
+        self.active, self.stopped, self.limit_ms = True, None, limit_ms
+        self.deadline = time.monotonic() + limit_ms / 1000 if limit_ms else None
+        try:
+            yield self
+        finally:
+            self.active, self.deadline, self.limit_ms = False, None, None
+
+    def cancel(self, why: str = CANCELLED) -> None:
+        """Stop the running call at its next check (from any thread); nothing if none runs."""
+        if self.active and self.stopped is None:
+            self.stopped = why
+
+    def remaining_ms(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return max(0.0, (self.deadline - time.monotonic()) * 1000)
+
+    # --- SQLite's handlers ---------------------------------------------------------------------
+
+    def progress(self) -> bool:
+        """True stops the statement (SQLite then fails it with SQLITE_INTERRUPT)."""
+        if not self.active:
+            return False
+        if self.stopped is not None:
+            return True
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.stopped = TIMEOUT
+            return True
+        return False
+
+    def busy(self, tries: int) -> bool:
+        """Wait for the lock a little longer (True), or give up (False: SQLITE_BUSY)."""
+        now = time.monotonic()
+        if tries == 0:
+            self._busy_since = now
+        until = self._busy_since + self.busy_ms / 1000
+        if self.deadline is not None:
+            until = min(until, self.deadline)
+        if now >= until or self.stopped is not None:
+            if self.deadline is not None and now >= self.deadline and self.stopped is None:
+                self.stopped = TIMEOUT
+            return False
+        # Short polls: the lock is free only for moments beside a busy writer.
+        time.sleep(min(0.0005 * (1 + tries // 10), 0.005, until - now))
+        return True
+
+    def install(self, conn: apsw.Connection) -> None:
+        conn.set_progress_handler(self.progress, PROGRESS_EVERY)
+        conn.set_busy_handler(self.busy)
+
+    def waited_ms(self) -> int:
+        return int((time.monotonic() - self._busy_since) * 1000)
