@@ -33,7 +33,7 @@ class Read:
     rows: list[tuple] = field(default_factory=list)
     more: bool = False  # rows were left unread (the row cap or the budget)
     by_size: bool = False  # ... because the next row didn't fit the character budget
-    cut: bool = False  # values of the one row shown were cut to fit
+    cut: list[int] = field(default_factory=list)  # columns whose values were cut to fit
 
 
 def read(rows: Iterable[tuple], budget: Budget, columns: list[str]) -> Read:
@@ -42,86 +42,85 @@ def read(rows: Iterable[tuple], budget: Budget, columns: list[str]) -> Read:
     if budget.rows is None and budget.chars is None:
         out.rows = list(rows)
         return out
-    size = _Size(columns)
+    most_rows = budget.rows if budget.rows is not None else -1
+    chars = budget.chars if budget.chars is not None else -1
+    # the table's text: every line padded to each column's widest value; and the rows as JSON
+    widths = [len(c) for c in columns]
+    lines = 3  # the header, its rule and the row count
+    as_json = sum(len(c) + 3 for c in columns) + 200  # and the reply's other fields
     for row in rows:
-        if budget.rows is not None and len(out.rows) >= budget.rows:
+        if len(out.rows) == most_rows:
             out.more = True
             break
-        if budget.chars is not None and not size.fits(row, budget.chars):
-            out.more = out.by_size = True
-            if not out.rows:  # not even one row fits: its values' beginnings do
-                out.rows.append(_cut(row, budget.chars))
-                out.cut = True
-            break
-        size.add(row)
+        if chars >= 0:
+            grown, tall, size = _measure(row, widths)
+            if (lines + tall) * (sum(grown) + 3 * len(grown)) > chars or as_json + size > chars:
+                out.more = out.by_size = True
+                if not out.rows:  # not even one row fits: its values' beginnings do
+                    shortened, out.cut = _cut(row, chars)
+                    out.rows.append(shortened)
+                break
+            widths, lines, as_json = grown, lines + tall, as_json + size
         out.rows.append(row)
     return out
 
 
-class _Size:
-    """The size of a psql-style table (every line padded to the widest value of each column)
-    and of the rows as JSON, as rows are added."""
-
-    def __init__(self, columns: list[str]) -> None:
-        self.widths = [len(c) for c in columns]
-        self.lines = 3  # the header, its rule and the row count
-        self.json = sum(len(c) + 3 for c in columns) + 200  # and the reply's other fields
-
-    def fits(self, row: tuple, chars: int) -> bool:
-        widths = [max(w, c) for w, c in zip(self._padded(len(row)), map(_width, row))]
-        lines = self.lines + max((_lines(v) for v in row), default=1)
-        text = lines * (sum(widths) + 3 * len(widths))
-        return text <= chars and self.json + sum(map(_json_size, row)) + 2 <= chars
-
-    def add(self, row: tuple) -> None:
-        self.widths = [max(w, c) for w, c in zip(self._padded(len(row)), map(_width, row))]
-        self.lines += max((_lines(v) for v in row), default=1)
-        self.json += sum(map(_json_size, row)) + 2
-
-    def _padded(self, n: int) -> list[int]:
-        return self.widths + [0] * (n - len(self.widths))
-
-
-def _width(value: Any) -> int:
-    text = render.cell(value)
-    return max(map(len, text.split("\n"))) if "\n" in text else len(text)
-
-
-def _lines(value: Any) -> int:
-    return value.count("\n") + 1 if isinstance(value, str) else 1
+def _measure(row: tuple, widths: list[int]) -> tuple[list[int], int, int]:
+    """The column widths with ``row`` in the table, its height in lines, its size in JSON."""
+    grown = list(widths) + [0] * (len(row) - len(widths))
+    tall, size = 1, 2
+    for i, value in enumerate(row):
+        kind = type(value)
+        if kind is str:
+            if "\n" in value:
+                width = max(map(len, value.split("\n")))
+                tall = max(tall, value.count("\n") + 1)
+            else:
+                width = len(value)
+            if value.isprintable() and '"' not in value and "\\" not in value:
+                size += len(value) + 3
+            else:
+                size += len(json.dumps(value, ensure_ascii=False)) + 1
+        elif kind is bytes:
+            width = 2 * len(value) + 2
+            size += width + 4
+        elif value is None:
+            width, size = 0, size + 5
+        else:
+            width = len(render.cell(value))
+            size += width + 1
+        if width > grown[i]:
+            grown[i] = width
+    return grown, tall, size
 
 
-def _json_size(value: Any) -> int:
-    if isinstance(value, str):
-        if value.isprintable():
-            return len(value) + 2 + value.count('"') + value.count("\\") + 1
-        return len(json.dumps(value, ensure_ascii=False)) + 1
-    if isinstance(value, bytes):
-        return 2 * len(value) + 6
-    return len(repr(value)) + 1
-
-
-def _cut(row: tuple, chars: int) -> tuple:
-    """The row with each long value cut to its share of the budget (marked with …)."""
+def _cut(row: tuple, chars: int) -> tuple[tuple, list[int]]:
+    """The row with each long value cut to its share of the budget (text marked with …), and
+    which columns were cut."""
     share = max(16, chars // (4 * max(1, len(row))))
     out: list[Any] = []
-    for value in row:
+    cut: list[int] = []
+    for i, value in enumerate(row):
         if isinstance(value, str) and len(value) > share:
             value = value[:share] + CUT_MARK
+            cut.append(i)
         elif isinstance(value, bytes) and len(value) > share // 2:
             value = value[: share // 2]
+            cut.append(i)
         out.append(value)
-    return tuple(out)
+    return tuple(out), cut
 
 
 def note(read: Read, budget: Budget, columns: list[str]) -> str:
     """What the reply says of a result it cut, and how to read the rest."""
     shown = len(read.rows)
     if read.cut:
+        names = [columns[i] for i in read.cut if i < len(columns)]
+        first = names[0] if names else "column"
         return (
-            f"(this row alone is larger than a reply holds ({budget.chars:,} characters): its "
-            f"long values are cut (…); read them in parts, e.g. select substr({columns[0]}, 1, "
-            f"5000), or fewer columns)"
+            f"(this row alone is larger than a reply holds ({budget.chars:,} characters): the "
+            f"values of {', '.join(names)} are only their beginnings; read them in parts, e.g. "
+            f"substr({first}, 1, 5000) and length({first}), or select fewer columns)"
         )
     if read.by_size:
         return (

@@ -190,9 +190,8 @@ class Database:
         if _moved(self._main.conn):
             what = "deleted" if not self.path.exists() else "replaced by another file"
             raise ChronosError(
-                f"{self.path} was {what} while chronos had it open: nothing was done, and "
-                f"nothing more will be; put the file back, or restart chronos to open the one "
-                f"there now",
+                f"{self.path} was {what} while chronos had it open: nothing was done; put "
+                f"the file back where it was, or restart chronos to open the one there now",
                 FILE_GONE,
             )
         try:

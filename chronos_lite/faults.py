@@ -51,14 +51,17 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
     said = f"(SQLite: {sqlite})"
     nothing = "nothing was changed"
     bounds: limits.Bounds = db.bounds
-    if isinstance(exc, apsw.InterruptError) or (
-        isinstance(exc, apsw.BusyError | apsw.LockedError) and bounds.stopped == limits.TIMEOUT
-    ):
-        return interrupted(bounds, db)
+    if isinstance(exc, apsw.InterruptError):
+        return interrupted(bounds)
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        until = (
+            f"until its time limit ({bounds.limit_ms:,} ms)"
+            if bounds.stopped == limits.TIMEOUT
+            else f"{bounds.waited_ms():,} ms"
+        )
         return ChronosError(
             f"the database is busy: {locks.holder(db.path)} holds the write lock, and this call "
-            f"waited {bounds.waited_ms():,} ms for it; {nothing}: try again",
+            f"waited {until} for it; {nothing}: try again",
             LOCK_NOT_AVAILABLE,
         )
     if isinstance(exc, apsw.FullError):
@@ -106,7 +109,7 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
     )
 
 
-def interrupted(bounds: limits.Bounds, db: Any) -> ChronosError:
+def interrupted(bounds: limits.Bounds) -> ChronosError:
     """The call was stopped: by its time limit, a cancel, or Ctrl-C."""
     if bounds.stopped == limits.TIMEOUT:
         return ChronosError(

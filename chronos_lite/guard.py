@@ -23,8 +23,7 @@ without write and settings access, never run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import apsw
@@ -155,6 +154,10 @@ class Guard:
     altered: bool = False  # an ALTER TABLE was allowed in this statement
     dropping: str = ""  # the table a DROP TABLE allowed in this statement drops (lower case)
 
+    def done(self) -> None:
+        """The user's statement ended: chronos' own SQL runs unchecked again."""
+        self.access = None
+
     def __call__(
         self, op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
     ) -> int:
@@ -174,7 +177,10 @@ class Guard:
         if op == apsw.SQLITE_PRAGMA:
             if reading_pragma(one, two or None):
                 return None
-            return None if access.settings else Denial("settings", f"PRAGMA {one}")
+            if not access.settings:
+                return Denial("settings", f"PRAGMA {one}")
+            self.acted = True
+            return None
         own = self._own_object(op, one, two)
         if own is not None:
             return own
@@ -225,17 +231,13 @@ def install(conn: apsw.Connection, world: bool = False) -> Guard:
     return guard
 
 
-@contextmanager
-def checking(conn: apsw.Connection, access: Access) -> Iterator[Guard]:
-    """Run a user's statement under ``access`` (chronos' own SQL runs unchecked otherwise)."""
+def checking(conn: apsw.Connection, access: Access) -> Guard:
+    """The connection's guard, set to check a user's statement under ``access`` (chronos' own
+    SQL runs unchecked otherwise); ``guard.done()`` after it."""
     guard = install(conn)
-    outer = guard.access
     guard.access, guard.denied, guard.acted, guard.altered = access, None, False, False
     guard.dropping = ""
-    try:
-        yield guard
-    finally:
-        guard.access = outer
+    return guard
 
 
 def main_table_message(name: str) -> str:

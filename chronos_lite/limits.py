@@ -38,18 +38,27 @@ class Bounds:
     active: bool = False
     _busy_since: float = 0.0
 
-    @contextmanager
-    def call(self, limit_ms: int | None = None) -> Iterator[Bounds]:
-        """Around one call (calls don't nest: an inner one keeps the outer's limit)."""
+    def begin(self, limit_ms: int | None = None) -> bool:
+        """A call starts (True); False if one runs already (calls don't nest: the inner one
+        keeps the outer's limit, and mustn't end it). Pair with ``end``."""
         if self.active:
-            yield self
-            return
+            return False
         self.active, self.stopped, self.limit_ms = True, None, limit_ms
         self.deadline = time.monotonic() + limit_ms / 1000 if limit_ms else None
+        return True
+
+    def end(self, began: bool) -> None:
+        if began:
+            self.active, self.deadline, self.limit_ms = False, None, None
+
+    @contextmanager
+    def call(self, limit_ms: int | None = None) -> Iterator[Bounds]:
+        """``begin`` and ``end`` around a block."""
+        began = self.begin(limit_ms)
         try:
             yield self
         finally:
-            self.active, self.deadline, self.limit_ms = False, None, None
+            self.end(began)
 
     def cancel(self, why: str = CANCELLED) -> None:
         """Stop the running call at its next check (from any thread); nothing if none runs."""

@@ -47,7 +47,7 @@ def holder(db_path: Path) -> str:
         return f"another connection of this process ({pid})"
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        shown = " ".join(part.decode(errors="replace") for part in command if part)
+        shown = " ".join(" ".join(part.decode(errors="replace").split()) for part in command)
     except OSError:
         shown = ""
     shown = shown if len(shown) <= 80 else shown[:77] + "..."

@@ -87,8 +87,8 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
                     "more": result.more,
                 }
             )
-            if result.read is not None and result.read.cut:
-                data[-1]["cut"] = True
+            if result.read is not None and result.read.cut:  # values only begun
+                data[-1]["cut"] = [result.columns[i] for i in result.read.cut]
         else:
             parts.append(result.tag)
             data.append({"statement": _short(result.sql), "tag": result.tag})

@@ -242,9 +242,9 @@ class Registry:
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
+        began = db.bounds.begin(time_limit(caller))
         try:
-            with db.bounds.call(time_limit(caller)):
-                reply = op.handler(db, valid, caller)
+            reply = op.handler(db, valid, caller)
         except OverflowError:  # a number SQLite can't hold, found as it was bound
             raise ChronosError(TOO_BIG) from None
         except apsw.Error as exc:
@@ -253,6 +253,7 @@ class Registry:
                 raise
             raise fault from None
         finally:
+            db.bounds.end(began)
             db.caller_name, db.caller_run = before
             left_open = db.end_transactions()
         if left_open:  # a bug: what it did wasn't committed, so it must not be acknowledged

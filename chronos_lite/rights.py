@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import guard, sqltext
@@ -56,16 +57,22 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
                 )
 
 
-def sql_access(db: Any, branch: str | None, caller: Caller) -> guard.Access:
-    """What a sql call's statements may touch, which the guard holds them to as SQLite prepares
-    them: everything for the database's own user; in safe mode, writes only on the session's own
-    worlds, and no settings anywhere."""
+def sql_access(db: Any, branch: str | None, caller: Caller) -> Callable[[Any], guard.Access]:
+    """What a sql call's statements may touch, given the world its session is on (None: main),
+    which the guard holds them to as SQLite prepares them: everything for the database's own
+    user; in safe mode, writes only on the session's own worlds, and no settings anywhere."""
     if caller.mode != "safe":
-        return guard.OWNER
-    own = _owns(db, branch, caller)
-    return guard.Access(
-        write=own, settings=False, refusal=lambda denial: _refusal(db, branch, caller, denial)
-    )
+        return _everything
+
+    def access(world: Any) -> guard.Access:
+        own = world is not None and world.wid in caller.own_worlds
+        return guard.Access(own, False, lambda denial: _refusal(db, branch, caller, denial))
+
+    return access
+
+
+def _everything(_world: Any) -> guard.Access:
+    return guard.OWNER
 
 
 def _refusal(db: Any, branch: str | None, caller: Caller, denial: guard.Denial) -> ChronosError:

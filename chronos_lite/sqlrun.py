@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from . import (
     worldsql,
 )
 from . import statements as chronos_sql
-from .db import Database, Session
+from .db import Database, Session, World
 from .errors import ChronosError
 from .registry import REGISTRY, Caller
 from .worldstmt import adapt_insert
@@ -72,11 +73,11 @@ def run(
     sql: str,
     params: list[Any] | None = None,
     caller: Caller | None = None,
-    access: guard.Access = guard.OWNER,
+    access: Callable[[World | None], guard.Access] | None = None,
 ) -> SqlOutcome:
     """Run a call's statements. ``caller``: who runs a chronos statement among them, and the
     budget of each result (its row cap and characters); ``access``: what the statements may
-    touch (the rights decided it)."""
+    touch on the session's world (the rights decide it; None: everything)."""
     statements = sqltext.split_statements(sql)
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
@@ -85,9 +86,11 @@ def run(
     limits = caller.budget if caller is not None else budget.UNBOUNDED
     session = db.session(branch)
     if session.past:  # a branch as it was: read only, whoever asks
-        access = guard.Access(False, False, lambda _d: _past_refusal(session))
+        allowed = guard.Access(False, False, lambda _d: _past_refusal(session))
+    else:
+        allowed = access(session.world) if access is not None else guard.OWNER
     try:
-        return _run(db, session, statements, bindings(params), limits, access)
+        return _run(db, session, statements, bindings(params), limits, allowed)
     finally:
         try:
             if not session.conn.get_autocommit():  # whatever happened, no transaction stays
@@ -161,7 +164,9 @@ def _run(
     outcome = SqlOutcome(session.branch, [])
     began = False
     on_main = session.world is None
-    if not explicit and (writes or len(statements) > 1):
+    if len(statements) == 1 and sqltext.keywords(statements[0], 1) == ["VACUUM"]:
+        writes = False  # VACUUM runs outside any transaction, and writes no rows
+    elif not explicit and (writes or len(statements) > 1):
         conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
         began = True
     # main's history seqs before the call: the write's own are those after (inside its
@@ -297,11 +302,14 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
 
     def trace(cursor: apsw.Cursor, _sql: str, _b: Any) -> bool:
         description[:] = [cursor.description]
-        if not cursor.is_readonly and not checked.acted and not call.access.settings:
-            # SQLite calls it a write, but no action of it was there to authorize (VACUUM):
-            # a statement that can't be classified doesn't run
-            checked.denied = checked.denied or guard.Denial("settings", _lead(stmt))
-            return False
+        if not cursor.is_readonly and not checked.acted:
+            # SQLite calls it a write, but no action of it was there to authorize (VACUUM): a
+            # statement that can't be classified runs only with every right, and then what
+            # SQLite does inside it (VACUUM copies every table) isn't judged again
+            if not call.access.settings:
+                checked.denied = checked.denied or guard.Denial("settings", _lead(stmt))
+                return False
+            checked.access = None
         if checked.altered:
             prefixed.append(_prefixed_objects(conn))
         checked.acted = checked.altered = False
@@ -309,23 +317,25 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
 
     cursor = conn.cursor()
     cursor.exec_trace = trace
-    with guard.checking(conn, call.access) as checked:
-        try:
-            cursor.execute(USER_MARK + stmt, call.binds or None)
-            got = budget.read(cursor, call.limits, _names(description))
-            if got.more:
-                cursor.close(force=True)  # (a write is done by its first step)
-            if prefixed and _prefixed_objects(conn) > prefixed[0]:
-                raise guard.Refused(guard.Denial("own", "ALTER TABLE ... RENAME TO"))
-        except (apsw.Error, guard.Refused) as exc:
-            denial = checked.denied or getattr(exc, "denial", None)
-            if denial is None and call.session.past and "because it is a view" in str(exc):
-                denial = guard.Denial("write")  # (SQLite refused before asking the guard)
-            if denial is not None:
-                raise _refused(call.access, denial) from None
-            raise
-        except OverflowError:
-            raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
+    checked = guard.checking(conn, call.access)
+    try:
+        cursor.execute(USER_MARK + stmt, call.binds or None)
+        got = budget.read(cursor, call.limits, _names(description))
+        if got.more:
+            cursor.close(force=True)  # (a write is done by its first step)
+        if prefixed and _prefixed_objects(conn) > prefixed[0]:
+            raise guard.Refused(guard.Denial("own", "ALTER TABLE ... RENAME TO"))
+    except (apsw.Error, guard.Refused) as exc:
+        denial = checked.denied or getattr(exc, "denial", None)
+        if denial is None and call.session.past and "because it is a view" in str(exc):
+            denial = guard.Denial("write")  # (SQLite refused before asking the guard)
+        if denial is not None:
+            raise _refused(call.access, denial) from None
+        raise
+    except OverflowError:
+        raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
+    finally:
+        checked.done()
     desc = description[0] if description else ()
     return ([d[0] for d in desc] if desc else None), got
 
@@ -538,6 +548,11 @@ def _explain(
         if worldschema.DROPPED in message:
             name = message.split(worldschema.DROPPED, 1)[1]
             message = f"no such table: {name} ({session.branch} dropped it)"
+        elif message.startswith("cannot VACUUM from within a transaction"):
+            message = (
+                "VACUUM runs outside any transaction: send it alone, in a call of its own "
+                "(not with other statements, nor between BEGIN and COMMIT)"
+            )
         elif message.startswith("no such table"):
             known = db.tables_for(session.world, session.conn)
             message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"

@@ -70,6 +70,11 @@ def split_statements(sql: str) -> list[str]:
     Semicolons inside strings, identifiers, comments and trigger bodies do not split.
     Statements that hold nothing but whitespace or comments are dropped.
     """
+    return list(_split(sql)) if len(sql) <= 4096 else list(_split.__wrapped__(sql))
+
+
+@functools.lru_cache(maxsize=256)  # the rights and the run both split a call's SQL
+def _split(sql: str) -> tuple[str, ...]:
     out: list[str] = []
     start = i = 0
     n = len(sql)
@@ -85,7 +90,7 @@ def split_statements(sql: str) -> list[str]:
                 start = i + 1
         i += 1
     _keep(out, sql[start:])
-    return out
+    return tuple(out)
 
 
 def _keep(out: list[str], stmt: str) -> None:
@@ -115,6 +120,11 @@ def strip_comments(sql: str) -> str:
 
 def keywords(sql: str, count: int = 4) -> list[str]:
     """The first ``count`` bare words of a statement, upper-cased (strings and comments skipped)."""
+    return list(_keywords(sql, count))
+
+
+@functools.lru_cache(maxsize=1024)  # asked several times of each statement of a call
+def _keywords(sql: str, count: int) -> tuple[str, ...]:
     words: list[str] = []
     text = strip_comments(sql)
     i = 0
@@ -128,10 +138,11 @@ def keywords(sql: str, count: int = 4) -> list[str]:
             i = m.end()
         else:
             i += 1
-    return words
+    return tuple(words)
 
 
-def all_words(sql: str) -> set[str]:
+@functools.lru_cache(maxsize=512)
+def all_words(sql: str) -> frozenset[str]:
     """Every bare word of a statement outside strings and quoted names, upper-cased."""
     text = strip_comments(sql)
     found: set[str] = set()
@@ -146,7 +157,7 @@ def all_words(sql: str) -> set[str]:
             i = m.end()
         else:
             i += 1
-    return found
+    return frozenset(found)
 
 
 def name_tokens(text: str) -> list[tuple[str, int, int]]:

@@ -150,17 +150,18 @@ class Server:
             params = {}
         with self._lock:
             self._running = ident
+        began = self.db.bounds.begin(time_limit(self.caller))  # (the reader may cancel it)
         try:
             if not isinstance(params, dict):
                 raise ProtocolError(INVALID_PARAMS, "Invalid params: params must be an object")
-            with self.db.bounds.call(time_limit(self.caller)):  # (the reader may cancel it)
-                result = self._dispatch(method, params)
+            result = self._dispatch(method, params)
         except ProtocolError as exc:
             return _error(ident, exc.code, exc.message, exc.data)
         except Exception as exc:  # a bug outside an operation: say so, serve on
             traceback.print_exc(file=sys.stderr)
             return _error(ident, INTERNAL, f"Internal error: {type(exc).__name__}: {exc}")
         finally:
+            self.db.bounds.end(began)
             with self._lock:
                 self._running = None
                 self._answered[_key(ident)] = None
