@@ -105,6 +105,8 @@ def _connect(
     bounds.install(conn)  # time limits, cancel, and bounded waits for the write lock
     guard.install(conn, world)  # what user statements may touch
     conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
+    if apsw.hard_heap_limit(-1) > 0:  # a process with a memory limit (chronos mcp): sorts and
+        conn.execute("pragma temp_store = memory")  # temp tables count within it, not on disk
     return conn
 
 
@@ -250,6 +252,7 @@ class Database:
                 conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self.bounds.committed(conn)
 
     # --- schema -----------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ without write and settings access, never run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
@@ -129,7 +129,19 @@ class Access:
     settings: bool = True
     refusal: Callable[[Denial], Exception] | None = None
 
+    @property
+    def mark(self) -> str:
+        """What a user's statement is prepared under, before its text: SQLite's statement cache
+        (which doesn't ask the authorizer again) then never hands a statement authorized for one
+        access to a call with another, nor one chronos prepared unchecked to a user."""
+        return _MARKS[self.write, self.settings]
 
+
+_MARKS = {
+    (w, s): f"/* chronos: user sql ({'write' if w else 'read'}, {'all' if s else 'rows'}) */\n"
+    for w in (True, False)
+    for s in (True, False)
+}
 OWNER = Access()
 
 
@@ -150,9 +162,22 @@ class Guard:
     trusted: frozenset[str] = frozenset()  # the triggers chronos made on this connection
     own_temp: frozenset[str] = frozenset()  # chronos' TEMP objects here (lower case)
     denied: Denial | None = None
+    calls: int = 0  # actions asked about in this statement (0: SQLite's cache had it prepared)
     acted: bool = False  # an action other than a read was allowed in this statement
     altered: bool = False  # an ALTER TABLE was allowed in this statement
     dropping: str = ""  # the table a DROP TABLE allowed in this statement drops (lower case)
+    _classified: dict[str, bool] = field(default_factory=dict)  # statement text -> acted
+
+    def classify(self, text: str) -> bool | None:
+        """Whether the statement ``text`` (about to run) does more than read, as the guard saw
+        it prepared: now, or when SQLite prepared it before (its cache doesn't ask again).
+        None: no action of it was ever there to see (VACUUM asks none)."""
+        if self.calls:
+            if len(self._classified) > 4096:
+                self._classified.clear()
+            self._classified[text] = self.acted
+            return self.acted
+        return self._classified.get(text)
 
     def done(self) -> None:
         """The user's statement ended: chronos' own SQL runs unchecked again."""
@@ -164,6 +189,7 @@ class Guard:
         access = self.access
         if access is None or (trigger is not None and trigger in self.trusted):
             return OK
+        self.calls += 1
         denial = self._decide(op, one or "", two or "", db, access)
         if denial is None:
             return OK
@@ -236,7 +262,7 @@ def checking(conn: apsw.Connection, access: Access) -> Guard:
     SQL runs unchecked otherwise); ``guard.done()`` after it."""
     guard = install(conn)
     guard.access, guard.denied, guard.acted, guard.altered = access, None, False, False
-    guard.dropping = ""
+    guard.dropping, guard.calls = "", 0
     return guard
 
 

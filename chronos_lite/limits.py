@@ -8,7 +8,12 @@ rolls back: nothing of it stays, and it releases the write lock it held.
 
 A writer that finds the write lock taken waits in short polls (so it gets its turn beside a
 writer in a tight loop), at most ``BUSY_MS`` and never past its own time limit, then fails with
-a busy error naming who holds the lock (see ``locks``).
+a busy error naming who holds the lock (see ``locks``). And a writer gives others their turn:
+while other connections are writing too (SQLite's ``data_version`` moved since its own last
+commit), each of its commits is followed by a pause of ``YIELD_S``, long enough for a writer
+whose busy handler sleeps in steps of a millisecond or more (Python's ``sqlite3``) to find the
+lock free; a writer that had to wait for the lock itself doesn't pause. Alone, a writer never
+pauses.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
@@ -24,6 +29,8 @@ import apsw
 BUSY_MS = 35_000
 AGENT_QUERY_MS = 30_000  # safe mode's (and agents') statement time limit by default
 PROGRESS_EVERY = 1000  # SQLite VM steps between checks (no cost measurable on a 2M-row scan)
+YIELD_S = 0.0003  # the pause after a commit while others write too
+CONTENDED_S = 0.25  # how long another's commit counts as others writing
 TIMEOUT, CANCELLED = "timeout", "cancelled"
 
 
@@ -37,6 +44,9 @@ class Bounds:
     stopped: str | None = None  # why the running call is being stopped (TIMEOUT, CANCELLED)
     active: bool = False
     _busy_since: float = 0.0
+    _versions: dict[int, int] = field(default_factory=dict)  # per connection: data_version
+    _others_until: float = 0.0  # others wrote recently (until then, commits pause)
+    _waited: bool = False  # the busy handler waited since the last commit
 
     def begin(self, limit_ms: int | None = None) -> bool:
         """A call starts (True); False if one runs already (calls don't nest: the inner one
@@ -86,6 +96,7 @@ class Bounds:
     def busy(self, tries: int) -> bool:
         """Wait for the lock a little longer (True), or give up (False: SQLITE_BUSY)."""
         now = time.monotonic()
+        self._waited = True
         if tries == 0:
             self._busy_since = now
         until = self._busy_since + self.busy_ms / 1000
@@ -96,8 +107,20 @@ class Bounds:
                 self.stopped = TIMEOUT
             return False
         # Short polls: the lock is free only for moments beside a busy writer.
-        time.sleep(min(0.0005 * (1 + tries // 10), 0.005, until - now))
+        time.sleep(min(0.00005 if tries < 40 else 0.0005 * (1 + tries // 40), 0.005, until - now))
         return True
+
+    def committed(self, conn: apsw.Connection) -> None:
+        """After a write transaction's commit on ``conn``: if others are writing too and this
+        one got the lock without waiting, pause so that they get it next."""
+        version = conn.execute("pragma data_version").fetchone()[0]
+        now = time.monotonic()
+        if self._versions.get(id(conn), version) != version:  # another connection committed
+            self._others_until = now + CONTENDED_S
+        self._versions[id(conn)] = version
+        waited, self._waited = self._waited, False
+        if now < self._others_until and not waited:
+            time.sleep(YIELD_S)
 
     def install(self, conn: apsw.Connection) -> None:
         conn.set_progress_handler(self.progress, PROGRESS_EVERY)

@@ -186,6 +186,8 @@ def _run(
         _record(db, session, conn, outcome, before, clock)
     if began:
         conn.execute("COMMIT")
+        if writes:
+            db.bounds.committed(conn)
     elif not conn.get_autocommit():
         conn.execute("ROLLBACK")
         outcome.rolled_back_open = True
@@ -287,12 +289,6 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
     return StatementResult(stmt, tag=_tag(stmt, changed), changed=changed, ddl=bool(ddl))
 
 
-# User statements are prepared under this mark plus their text, so the statement cache never
-# hands a user a statement prepared for chronos itself (which the guard did not check). In
-# front: at the end it became part of an unnamed last column's name (select 1).
-USER_MARK = "/* chronos: user sql */\n"
-
-
 def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     """One user statement under the guard: its columns (None: it returns none) and its rows,
     read within the call's budget."""
@@ -300,9 +296,9 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     description: list = []
     prefixed: list[int] = []  # chronos-named objects before an ALTER TABLE (a rename into them)
 
-    def trace(cursor: apsw.Cursor, _sql: str, _b: Any) -> bool:
+    def trace(cursor: apsw.Cursor, text: str, _b: Any) -> bool:
         description[:] = [cursor.description]
-        if not cursor.is_readonly and not checked.acted:
+        if not cursor.is_readonly and checked.classify(text) is None:
             # SQLite calls it a write, but no action of it was there to authorize (VACUUM): a
             # statement that can't be classified runs only with every right, and then what
             # SQLite does inside it (VACUUM copies every table) isn't judged again
@@ -319,7 +315,7 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     cursor.exec_trace = trace
     checked = guard.checking(conn, call.access)
     try:
-        cursor.execute(USER_MARK + stmt, call.binds or None)
+        cursor.execute(call.access.mark + stmt, call.binds or None)
         got = budget.read(cursor, call.limits, _names(description))
         if got.more:
             cursor.close(force=True)  # (a write is done by its first step)

@@ -176,7 +176,8 @@ def _adapt(text: str, binds: dict, renames: dict[str, str]) -> str:
         ch = text[i]
         if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
             j = _skip_quoted(text, i)
-            out.append(text[i:j])
+            comment = ch in "-/"  # (a comment goes: in a trigger's body it could hide the rest)
+            out.append(" " if comment else text[i:j])
             i = j
             continue
         param = _PARAM.match(text, i)
