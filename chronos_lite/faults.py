@@ -96,7 +96,12 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
         )
     if isinstance(exc, apsw.NoMemError):
         limit = apsw.hard_heap_limit(-1)
-        within = f" (its SQLite memory limit is {limit // 2**20:,} MB)" if limit else ""
+        within = (
+            f" (its SQLite memory limit is {limit // 2**20:,} MB: chronos mcp --max-memory-mb "
+            f"raises it)"
+            if limit
+            else ""
+        )
         return ChronosError(
             f"out of memory {said}: the call needed more memory than this process has{within}; "
             f"{nothing}: ask for less (LIMIT, fewer or shorter values: substr(), length())",

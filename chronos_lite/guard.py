@@ -64,6 +64,9 @@ DROPS = {
     apsw.SQLITE_DROP_VIEW,
     apsw.SQLITE_DROP_VTABLE,
 }
+# SQLite writes these itself for a schema statement (no statement may write them directly, short
+# of PRAGMA writable_schema, a setting).
+SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
 # Creating an index or a trigger names the table it is on (the action's second argument).
 ON_TABLE = {
     apsw.SQLITE_CREATE_INDEX,
@@ -207,6 +210,10 @@ class Guard:
                 return Denial("settings", f"PRAGMA {one}")
             self.acted = True
             return None
+        if op in ROW_WRITES and one.lower() in SCHEMA_TABLES:
+            return None  # SQLite's record of a schema statement: judged by its own action
+        if op == apsw.SQLITE_CREATE_TABLE and one.lower().startswith("sqlite_stat"):
+            return None if access.settings else Denial("settings", "ANALYZE")  # (its tables)
         own = self._own_object(op, one, two)
         if own is not None:
             return own

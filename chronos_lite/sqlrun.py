@@ -146,6 +146,7 @@ class _Call:
     limits: budget.Budget
     access: guard.Access
     immediate: bool = False  # a BEGIN of the call's own takes the write lock at once
+    writes: bool = False  # the call may write (its statements tick a world's clock)
 
 
 def _run(
@@ -160,13 +161,13 @@ def _run(
     explicit = any(sqltext.is_transaction_control(s) for s in statements)
     # (what it may write decides the transaction's kind; what it does write, the guard checks)
     writes = access.write and any(sqltext.may_write(s) for s in statements)
-    call = _Call(db, session, binds, limits, access, immediate=explicit and writes)
+    if len(statements) == 1 and sqltext.keywords(statements[0], 1) == ["VACUUM"]:
+        writes = False  # VACUUM runs outside any transaction, and writes no rows
+    call = _Call(db, session, binds, limits, access, explicit and writes, writes)
     outcome = SqlOutcome(session.branch, [])
     began = False
     on_main = session.world is None
-    if len(statements) == 1 and sqltext.keywords(statements[0], 1) == ["VACUUM"]:
-        writes = False  # VACUUM runs outside any transaction, and writes no rows
-    elif not explicit and (writes or len(statements) > 1):
+    if not explicit and (writes or len(statements) > 1):
         conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
         began = True
     # main's history seqs before the call: the write's own are those after (inside its
@@ -174,16 +175,31 @@ def _run(
     before = events.positions(conn, db.tables()) if writes and on_main else None
     clock = events.clock(conn) if writes and not on_main else None  # ticks after it are ours
     schema = _schema_version(conn) if writes and explicit else None
+    recorded = 0  # results already in an event
     for index, stmt in enumerate(statements, start=1):
         try:
+            commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
+            if commits:  # the call's own COMMIT: its event goes in the transaction it commits
+                _record(db, session, conn, outcome.results[recorded:], before, clock)
             result = _statement(call, stmt)
+            if commits:  # (what it committed is recorded; a later write starts afresh)
+                recorded = len(outcome.results) + 1
+                later = any(sqltext.may_write(s) for s in statements[index:])
+                before, clock, schema = _positions(db, conn, on_main) if later else (None,) * 3
         except (apsw.Error, KeyError, ChronosError, OverflowError) as exc:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
-            raise _explain(db, session, exc, index, len(statements), stmt, explicit) from None
+            undone = (
+                "the transaction it committed before stays; nothing after it was kept"
+                if recorded
+                else "an open transaction was rolled back"
+                if explicit
+                else "nothing was changed"
+            )
+            raise _explain(db, session, exc, index, len(statements), stmt, undone) from None
         outcome.results.append(result)
     if writes and began:
-        _record(db, session, conn, outcome, before, clock)
+        _record(db, session, conn, outcome.results, before, clock)
     if began:
         conn.execute("COMMIT")
         if writes:
@@ -191,11 +207,23 @@ def _run(
     elif not conn.get_autocommit():
         conn.execute("ROLLBACK")
         outcome.rolled_back_open = True
-    elif writes and explicit and _committed(db, conn, before, clock, schema):
-        # the call's own BEGIN ... COMMIT: recorded after it (not when it rolled back)
+    elif writes and explicit and schema is not None and _committed(db, conn, before, clock, schema):
+        # writes outside the call's own BEGIN ... COMMIT (each its own transaction, or one a
+        # RELEASE committed): recorded after them
         with db.write(db.main.conn) as main:
-            _record(db, session, main, outcome, before, clock)
+            _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
+
+
+def _commits(stmt: str) -> bool:
+    return sqltext.keywords(stmt, 1) in (["COMMIT"], ["END"])
+
+
+def _positions(db: Database, conn: apsw.Connection, on_main: bool) -> tuple:
+    """Where main's history, the world clock and the schema stand (after a COMMIT)."""
+    if on_main:
+        return events.positions(conn, db.tables()), None, _schema_version(conn)
+    return None, events.clock(conn), _schema_version(conn)
 
 
 def _schema_version(conn: apsw.Connection) -> int:
@@ -217,20 +245,21 @@ def _record(
     db: Database,
     session: Session,
     conn: apsw.Connection,
-    outcome: SqlOutcome,
+    results: list[StatementResult],
     before: dict | None,
     clock: int | None,
 ) -> None:
-    """The call as an event of its branch: its rows, and on main the history seqs it wrote."""
-    rows = sum(r.changed for r in outcome.results)
-    ddl = any(r.ddl for r in outcome.results)
+    """Statements of the call as an event of its branch: their rows, and on main the history
+    seqs they wrote (in the transaction that wrote them)."""
+    rows = sum(r.changed for r in results)
+    ddl = any(r.ddl for r in results)
     if not rows and not ddl:
         return
-    writing = [r for r in outcome.results if r.changed or r.ddl] or outcome.results
+    writing = [r for r in results if r.changed or r.ddl] or results
     first = " ".join(writing[0].sql.split()) if writing else ""  # (not the BEGIN)
     detail: dict = {"sql": first if len(first) <= 200 else first[:197] + "..."}
-    if len(outcome.results) > 1:
-        detail["statements"] = len(outcome.results)
+    if len(results) > 1:
+        detail["statements"] = len(results)
     if before is not None:
         detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
     if clock is not None:  # the world clock's stamps of the call's writes
@@ -264,7 +293,7 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
     # the last statement's count, and a world's clock must not tick outside the transaction)
     if session.world is not None and not control:
-        tick = call.access.write and sqltext.may_write(stmt)
+        tick = call.writes and sqltext.may_write(stmt)
         db.begin_world_write(conn, sqltext.conflict_mode(stmt), tick)
     if session.world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"]):
         adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
@@ -316,7 +345,8 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     checked = guard.checking(conn, call.access)
     try:
         cursor.execute(call.access.mark + stmt, call.binds or None)
-        got = budget.read(cursor, call.limits, _names(description))
+        columns = _names(description)  # (none: it has run, a COMMIT say; nothing to read)
+        got = budget.read(cursor, call.limits, columns) if columns else budget.Read()
         if got.more:
             cursor.close(force=True)  # (a write is done by its first step)
         if prefixed and _prefixed_objects(conn) > prefixed[0]:
@@ -526,7 +556,7 @@ def _explain(
     index: int,
     total: int,
     stmt: str,
-    explicit: bool,
+    undone: str,
 ) -> ChronosError:
     if isinstance(exc, ChronosError):
         message, code = exc.message, exc.code
@@ -555,7 +585,6 @@ def _explain(
     if total > 1:
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."
-        undone = "an open transaction was rolled back" if explicit else "nothing was changed"
         failed = {"statement": index, "of": total, "error": message}
         message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
         return ChronosError(message, code, failed)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
+import anyio
 import jsonschema
 import pytest
 from conftest import CHRONOS, run_cli
@@ -291,6 +293,25 @@ async def test_safe_mode_sql_on_own_world_cannot_write_main_by_qualified_name(sh
         ]:
             await c.call_tool("sql", {"sql": sql, "branch": "mine"})
     assert main_rows(shop) == [{"id": 1, "name": "Ada", "email": "ada@x.org"}]
+
+
+async def test_a_call_the_client_gives_up_on_is_cancelled_and_rolled_back(shop, folder):
+    """The SDK sends notifications/cancelled for a call its caller abandons: the server stops
+    it at once (the stdio loop reads on while it runs), rolls it back, and serves on."""
+    spin = (
+        "update users set name = 'spun'; with recursive n(i) as (select 1 union all "
+        "select i + 1 from n) select count(*) from n"
+    )
+    async with connect(folder, "--max-query-ms", "0") as c:
+        await ok(c, "fork", {"name": "mine"})
+        started = time.monotonic()
+        with anyio.move_on_after(0.5):
+            await c.call_tool("sql", {"sql": spin, "branch": "mine"})
+        r = await ok(c, "sql", {"sql": "select name from users", "branch": "mine"})
+        assert time.monotonic() - started < 10
+        assert r.structured_content["results"][0]["rows"] == [["Ada"]]
+    run_cli(folder, "sql", "update users set name = 'Ada P'")  # no lock left behind
+    assert main_rows(shop)[0]["name"] == "Ada P"
 
 
 # --- --allow-merge ---------------------------------------------------------------------------

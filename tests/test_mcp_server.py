@@ -78,3 +78,21 @@ def test_replies_with_a_lone_surrogate_are_still_json(server):
 
     line = _encode(reply)
     assert json.loads(line)["error"]["code"] == -32601
+
+
+def test_time_limits_by_mode():
+    from chronos_lite.registry import time_limit
+
+    assert time_limit(Caller(name="mcp", mode="safe")) == 30_000  # safe mode: 30 s by default
+    assert time_limit(Caller()) is None  # the database's own user: none unless asked
+    assert time_limit(Caller(mode="safe", max_query_ms=0)) is None  # 0: none
+    assert time_limit(Caller(max_query_ms=250)) == 250
+
+
+def test_a_call_past_its_limit_is_stopped_in_process(server, shop):
+    server.caller.max_query_ms = 300
+    forever = "with recursive n(i) as (select 1 union all select i + 1 from n) select max(i) from n"
+    result = call(server, "sql", sql=forever)
+    assert result["isError"] and result["structuredContent"]["code"] == "57014"
+    assert "its limit of 300 ms" in text(result)
+    assert not call(server, "sql", sql="select 1")["isError"]
