@@ -3,6 +3,7 @@
 
 python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
 python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
+python3 dev.py fuzz N  # the safe-mode fuzz test with N sequences of hostile calls (CI runs 40)
 """
 
 from __future__ import annotations
@@ -50,11 +51,18 @@ def test() -> None:
     sh(BIN / "python", "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *sys.argv[2:])
 
 
+def fuzz() -> None:
+    setup("[test]")
+    examples = sys.argv[2] if len(sys.argv) > 2 else "1000"
+    env = {**os.environ, "CHRONOS_FUZZ_EXAMPLES": examples}
+    sh(BIN / "python", "-m", "pytest", "-p", "no:cacheprovider", "tests/test_safe_fuzz.py", env=env)
+
+
 if __name__ == "__main__":
     task = sys.argv[1] if len(sys.argv) > 1 else ""
-    if task not in ("demo", "test"):
+    if task not in ("demo", "test", "fuzz"):
         sys.exit(__doc__)
     try:
-        {"demo": demo, "test": test}[task]()
+        {"demo": demo, "test": test, "fuzz": fuzz}[task]()
     except subprocess.CalledProcessError as exc:
         sys.exit(exc.returncode)

@@ -18,7 +18,7 @@ from typing import Any
 
 import apsw
 
-from . import events, guard, limits, shadow, timetravel, worldschema
+from . import events, faults, guard, limits, shadow, timetravel, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .faults import FILE_GONE, NOT_A_DATABASE
@@ -198,8 +198,8 @@ class Database:
             )
         try:
             header = self._header.xRead(len(SQLITE_HEADER), 0)
-        except apsw.Error:
-            header = b""
+        except apsw.Error as exc:  # (an I/O error is one, not a replaced file)
+            raise faults.describe(exc, self) or exc from None
         if header != SQLITE_HEADER:
             raise ChronosError(
                 f"{self.path} is no longer a SQLite database (its header was overwritten while "
@@ -207,6 +207,15 @@ class Database:
                 f"backup and restart chronos",
                 NOT_A_DATABASE,
             )
+
+    def forget_pages(self) -> None:
+        """Drop the pages every connection keeps in memory (after a corrupt read: once the
+        disk reads right again, so does chronos)."""
+        for session in self._sessions():
+            try:
+                session.conn.execute("pragma shrink_memory")
+            except apsw.Error:
+                pass
 
     def end_transactions(self) -> bool:
         """Roll back any transaction a call left open on any connection; whether there was one

@@ -237,20 +237,24 @@ class Registry:
         op = self.get(name)
         caller = caller or Caller()
         valid = op.validate(args if args is not None else {})
-        db.check_file()
-        rights.check(db, op, args or {}, caller)  # as given: no branch is not branch="main"
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
         began = db.bounds.begin(time_limit(caller))
         try:
+            db.check_file()
+            rights.check(db, op, args or {}, caller)  # as given: no branch isn't branch="main"
             reply = op.handler(db, valid, caller)
+            if not op.read_only:
+                db.check_file()  # a write acknowledged is in the file that is there
         except OverflowError:  # a number SQLite can't hold, found as it was bound
             raise ChronosError(TOO_BIG) from None
         except apsw.Error as exc:
             fault = faults.describe(exc, db)
             if fault is None:
                 raise
+            if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+                db.forget_pages()  # (a bad read must not stay in the page cache)
             raise fault from None
         finally:
             db.bounds.end(began)
@@ -262,8 +266,6 @@ class Registry:
                 f"rolled back, nothing was changed",
                 INTERNAL,
             )
-        if not op.read_only:
-            db.check_file()  # a write acknowledged is in the file that is there
         return _within(reply, caller)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from . import events
+from . import events, faults
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
@@ -220,6 +220,8 @@ def _write(
                 seqs = events.ranges(before, events.positions(conn, db.tables()))
                 db.record(conn, 0, "write", 1, {**what, "seqs": seqs})
         return result
+    except faults.FAULTS:
+        raise  # (the disk, the file, the lock: the registry says which)
     except apsw.Error as exc:
         raise from_sqlite(exc) from None
     finally:
