@@ -452,3 +452,29 @@ def test_faults_of_the_file_get_their_own_codes(serve, shop):
     assert dump(shop) == before
     ok(server, "sql", {"sql": "pragma max_page_count = 1073741823"})
     ok(server, "sql", {"sql": "insert into users(name) values ('after')"})
+
+
+def test_a_corrupt_page_is_told_as_one_and_the_server_serves_on(shop, tmp_path):
+    """A damaged page of the file (garbage written over the orders table's root page)."""
+    app = sqlite3.connect(shop / "chronos.db")
+    app.execute("pragma wal_checkpoint(truncate)")  # every page in the file itself
+    root, size = app.execute(
+        "select rootpage, (select page_size from pragma_page_size) from sqlite_master "
+        "where name = 'orders'"
+    ).fetchone()
+    app.close()
+    with open(shop / "chronos.db", "r+b") as f:
+        f.seek((root - 1) * size)
+        f.write(b"\x0d" + os.urandom(size - 1))  # (a leaf page's type, then garbage)
+    server = Server(shop)
+    try:
+        server.initialize()
+        result = server.call("sql", {"sql": "select sum(qty) from orders"})
+        text = tool_error(result)
+        assert result["structuredContent"]["code"] == "XX001", text
+        assert "is corrupt" in text and "pragma integrity_check" in text
+        result = ok(server, "sql", {"sql": "select name from users order by id"})
+        assert result["structuredContent"]["results"][0]["rows"] == [["Ada"], ["Bo"]]
+        server.ping()
+    finally:
+        server.kill()
