@@ -221,7 +221,7 @@ class Database:
         """Roll back any transaction a call left open on any connection; whether there was one
         (whatever happened in the call, it ends with none open)."""
         found = False
-        for session in self._sessions():
+        for session in (self._main, *self._worlds.values()):
             if not session.conn.get_autocommit():
                 found = True
                 try:

@@ -302,7 +302,11 @@ def check_characters(args: dict[str, Any]) -> None:
     """Text SQLite can't hold is refused before anything runs: a lone surrogate anywhere (from
     a JSON escape like \\ud800; UTF-8 can't carry it), a NUL in SQL text or a name."""
     for key, value in args.items():
-        _check_value(value, key, key in DATA_PARAMETERS)
+        if type(value) is str and value.isascii():  # (most arguments: one test each)
+            if "\x00" in value:
+                _check_text(value, key, key in DATA_PARAMETERS)
+        else:
+            _check_value(value, key, key in DATA_PARAMETERS)
 
 
 def _check_value(value: Any, where: str, data: bool) -> None:

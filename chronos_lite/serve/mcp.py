@@ -134,7 +134,7 @@ class Server:
             return None  # a client's response (we send no requests): nothing to answer
         ident = message.get("id")
         notification = "id" not in message
-        if not notification and self._was_cancelled(ident):
+        if not notification and self._cancelled and self._was_cancelled(ident):
             return None  # cancelled before it ran: no reply (the client stopped waiting)
         if not notification and (isinstance(ident, bool) or not isinstance(ident, str | int)):
             return _error(
@@ -167,7 +167,7 @@ class Server:
                 self._answered[_key(ident)] = None
                 if len(self._answered) > 1000:
                     del self._answered[next(iter(self._answered))]
-        if self._was_cancelled(ident):
+        if self._cancelled and self._was_cancelled(ident):
             return None  # the spec: no reply to a cancelled request
         return {"jsonrpc": "2.0", "id": ident, "result": result}
 

@@ -1,0 +1,86 @@
+"""The guard in process: SQLite's authorizer on what each user statement prepares.
+
+The cases the MCP tests can't reach cheaply: callers of different rights in one process (SQLite's
+statement cache must not carry a statement authorized for one to the other), what the owner may
+and may not do to chronos' own objects, and statements SQLite prepares once and runs again.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chronos_lite.errors import ChronosError
+from chronos_lite.registry import Caller
+
+AGENT = Caller(name="bot", mode="safe")
+
+
+def sql(db, text: str, caller: Caller | None = None, **kw) -> str:
+    return db.call("sql", caller=caller, sql=text, **kw).text
+
+
+def test_a_statement_the_owner_ran_is_not_reused_for_an_agent(shop):
+    assert sql(shop, "delete from users where id = 99") == "DELETE 0"  # prepared, cached
+    with pytest.raises(ChronosError, match="safe mode: changes need") as err:
+        sql(shop, "delete from users where id = 99", AGENT)
+    assert err.value.code == "42501"
+    shop.call("fork", caller=AGENT, name="mine")
+    for _ in range(3):  # the same statement again and again: cached, still allowed there
+        assert sql(shop, "insert into users(name) values ('x')", AGENT, branch="mine") == (
+            "INSERT 0 1"
+        )
+    assert shop.query("select count(*) as n from users") == [{"n": 1}]
+
+
+def test_the_owner_cant_take_or_touch_chronos_names(shop):
+    before = shop.query("select name from sqlite_master order by name")
+    for text in [
+        "create table _chronos_mine(a)",
+        "create table main._CHRONOS_mine(a)",
+        "create index _chronos_i on users(name)",
+        "create index i on _chronos_events(kind)",
+        "create view _chronos_v as select 1",
+        "create trigger _chronos_t after insert on users begin select 1; end",
+        "create trigger t after insert on _chronos_events begin select 1; end",
+        "create temp trigger _chronos_t after insert on users begin select 1; end",
+        "alter table users rename to _chronos_users",
+        "alter table users rename to _CHRONOS_Users",
+        "drop table _chronos_events",
+        "drop trigger _chronos_t1_ai",
+        "delete from _chronos_events",
+        "update _chronos_worlds set owner = 'me'",
+    ]:
+        with pytest.raises(ChronosError, match="chronos' own tables") as err:
+            sql(shop, text)
+        assert err.value.code == "42501", text
+    assert shop.query("select name from sqlite_master order by name") == before
+    # dropping a table takes its history triggers with it
+    sql(shop, "create table scratch(a)")
+    sql(shop, "drop table scratch")
+    assert "scratch" not in shop.tables()
+    # chronos' own tables read fine
+    assert shop.query("select count(*) > 0 as seen from _chronos_events") == [{"seen": 1}]
+
+
+def test_vacuum_runs_alone_for_the_owner_and_never_for_an_agent(shop):
+    for _ in range(2):  # (the second from SQLite's statement cache)
+        assert sql(shop, "vacuum") == "VACUUM"
+    shop.call("fork", caller=AGENT, name="mine")
+    for where in ({}, {"branch": "mine"}):
+        for _ in range(2):
+            with pytest.raises(ChronosError, match=r"settings in SQL \(VACUUM\)"):
+                sql(shop, "vacuum", AGENT, **where)
+    with pytest.raises(ChronosError, match="VACUUM runs outside any transaction"):
+        sql(shop, "select 1; vacuum")
+
+
+def test_an_upsert_clause_cant_comment_out_the_rest_of_its_trigger(shop):
+    shop.fork("w")
+    shop.sql("insert into users(name, email) values ('Bo', 'bo@x.org')", branch="w")
+    text = (
+        "insert into users(id, name, email) values (1, 'A', 'ada@x.org') "
+        "on conflict(id) do update set name = 'all' --"
+    )
+    assert sql(shop, text, branch="w") == "INSERT 0 1"
+    rows = shop.query("select id, name from users order by id", branch="w")
+    assert rows == [{"id": 1, "name": "all"}, {"id": 2, "name": "Bo"}]  # one row, not both
