@@ -115,13 +115,20 @@ def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
     idempotent=True,
 )
 def get_op(db: Database, args: dict, caller: Caller) -> Reply:
-    t, row = rows.get(db, _branch(args), args["table"], args["id"])
+    longest = caller.max_chars // 5 if caller.max_chars else None  # (text and data: twice)
+    t, row, cut = rows.get_within(db, _branch(args), args["table"], args["id"], longest)
     if row is None:
         raise ChronosError(f"no row {t.name}/{args['id']} on {_branch(args)}", NOT_FOUND)
-    return Reply(
-        f"{t.name}/{args['id']} {render.row_json(row)}",
-        {"table": t.name, "id": args["id"], "row": render.json_row(row)},
-    )
+    text = f"{t.name}/{args['id']} {render.row_json(row)}"
+    data = {"table": t.name, "id": args["id"], "row": render.json_row(row)}
+    if cut:  # too long for a reply: each long value's beginning, and how to read the rest
+        text += (
+            f"\n(the values of {', '.join(cut)} are only their first {longest:,} characters "
+            f"(bytes of a blob): read them in parts with the sql tool, e.g. select "
+            f"substr({cut[0]}, {longest + 1}, {longest}) ...)"
+        )
+        data["cut"] = cut
+    return Reply(text, data)
 
 
 @operation(

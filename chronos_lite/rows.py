@@ -119,15 +119,39 @@ def write_row(
 def get(
     db: Database, branch: str | None, table: str, id_text: str
 ) -> tuple[TableInfo, dict | None]:
+    t, row, _cut = get_within(db, branch, table, id_text)
+    return t, row
+
+
+def get_within(
+    db: Database, branch: str | None, table: str, id_text: str, longest: int | None = None
+) -> tuple[TableInfo, dict | None, list[str]]:
+    """One row; ``longest``: values longer than that many characters (bytes of a blob) are read
+    only that far, and named in the list returned (a reply holds only so much)."""
     session = db.session(branch)
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
     source, rowid_col = _source(session, n, t)
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    names = [quote_ident(c) for c in t.column_names]
+    if longest is not None:
+        names = [
+            f"CASE WHEN length({c}) > {longest} THEN substr({c}, 1, {longest + 1}) ELSE {c} END"
+            for c in names
+        ]
     row = session.conn.execute(
-        f"select {cols} from {source} where {_key_condition(t, rowid_col)}", key
+        f"select {', '.join(names)} from {source} where {_key_condition(t, rowid_col)}", key
     ).fetchone()
-    return t, (dict(zip(t.column_names, row)) if row is not None else None)
+    if row is None:
+        return t, None, []
+    values = dict(zip(t.column_names, row))
+    cut = [
+        c
+        for c, v in values.items()
+        if longest is not None and isinstance(v, str | bytes) and len(v) > longest
+    ]
+    for c in cut:
+        values[c] = values[c][:longest]
+    return t, values, cut
 
 
 def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> dict:

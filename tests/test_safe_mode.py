@@ -287,7 +287,14 @@ def test_a_writer_that_cant_get_the_lock_is_told_who_holds_it(serve, shop):
 
 
 def test_a_result_has_a_budget_in_characters_and_the_server_stays_small(serve, shop):
+    with chronos_lite.open(shop) as db:
+        db.sql("create table blobs(id integer primary key, b blob, t text)")
+        db.sql("insert into blobs values (1, randomblob(300000), 'short')")
     server = serve()
+    result = ok(server, "get", {"table": "blobs", "id": "1"})
+    assert len(json.dumps(result)) < 60_000 and result["structuredContent"]["cut"] == ["b"]
+    assert "are only their first" in result["content"][0]["text"]
+    assert result["structuredContent"]["row"]["t"] == "short"
     for sql in [
         "select id, randomblob(200000) from orders",
         "select id, hex(randomblob(2000)) as h from orders",
