@@ -253,7 +253,10 @@ class Database:
                 raise
             conn.execute("RELEASE _chronos_write")
             return
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except faults.FAULTS as exc:  # (busy past the wait, a read-only file, ...)
+            raise faults.describe(exc, self) or exc from None
         try:
             yield conn
         except BaseException:

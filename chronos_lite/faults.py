@@ -120,7 +120,8 @@ def interrupted(bounds: limits.Bounds) -> ChronosError:
         return ChronosError(
             f"canceling statement due to statement timeout: the call ran past its limit of "
             f"{bounds.limit_ms:,} ms and was rolled back, nothing was changed; ask for less "
-            f"(LIMIT, a narrower WHERE), or raise the limit (chronos mcp --max-query-ms)",
+            f"(LIMIT, a narrower WHERE), or raise the limit (chronos mcp --max-query-ms; in "
+            f"Python, Caller(max_query_ms=...))",
             QUERY_CANCELED,
         )
     if bounds.stopped == limits.CANCELLED:

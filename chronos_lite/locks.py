@@ -47,7 +47,8 @@ def holder(db_path: Path) -> str:
         return f"another connection of this process ({pid})"
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        shown = " ".join(" ".join(part.decode(errors="replace").split()) for part in command)
+        words = (" ".join(part.decode(errors="replace").split()) for part in command)
+        shown = " ".join(word for word in words if word)  # (it ends in a NUL: no last word)
     except OSError:
         shown = ""
     shown = shown if len(shown) <= 80 else shown[:77] + "..."

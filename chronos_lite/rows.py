@@ -244,8 +244,8 @@ def _write(
                 seqs = events.ranges(before, events.positions(conn, db.tables()))
                 db.record(conn, 0, "write", 1, {**what, "seqs": seqs})
         return result
-    except faults.FAULTS:
-        raise  # (the disk, the file, the lock: the registry says which)
+    except faults.FAULTS as exc:  # the disk, the file, the lock: each its own error
+        raise faults.describe(exc, db) or exc from None
     except apsw.Error as exc:
         raise from_sqlite(exc) from None
     finally:

@@ -91,6 +91,8 @@ def run(
         allowed = access(session.world) if access is not None else guard.OWNER
     try:
         return _run(db, session, statements, bindings(params), limits, allowed)
+    except faults.FAULTS as exc:  # (outside a statement: BEGIN waiting for the lock, say)
+        raise faults.describe(exc, db) or exc from None
     finally:
         try:
             if not session.conn.get_autocommit():  # whatever happened, no transaction stays
@@ -176,6 +178,7 @@ def _run(
     clock = events.clock(conn) if writes and not on_main else None  # ticks after it are ours
     schema = _schema_version(conn) if writes and explicit else None
     recorded = 0  # results already in an event
+    committed = False  # some of the call's writes are committed already (its own COMMIT)
     for index, stmt in enumerate(statements, start=1):
         try:
             commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
@@ -187,17 +190,14 @@ def _run(
                 later = any(sqltext.may_write(s) for s in statements[index:])
                 before, clock, schema = _positions(db, conn, on_main) if later else (None,) * 3
         except (apsw.Error, KeyError, ChronosError, OverflowError) as exc:
-            if not conn.get_autocommit():
+            was_open = not conn.get_autocommit()
+            if was_open:
                 conn.execute("ROLLBACK")
-            undone = (
-                "the transaction it committed before stays; nothing after it was kept"
-                if recorded
-                else "an open transaction was rolled back"
-                if explicit
-                else "nothing was changed"
-            )
+            undone = _undone(began, was_open, committed)
             raise _explain(db, session, exc, index, len(statements), stmt, undone) from None
         outcome.results.append(result)
+        if explicit and conn.get_autocommit() and (commits or result.changed or result.ddl):
+            committed = True  # (a COMMIT, or a write outside the call's own transaction)
     if writes and began:
         _record(db, session, conn, outcome.results, before, clock)
     if began:
@@ -213,6 +213,15 @@ def _run(
         with db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
+
+
+def _undone(began: bool, was_open: bool, committed: bool) -> str:
+    """What a failing call left: its own transaction rolled back; with the call's own BEGIN ...
+    COMMIT, what an earlier COMMIT (or a write outside any transaction) committed stays."""
+    if began or not (was_open or committed):
+        return "nothing was changed"
+    rolled = "an open transaction was rolled back" if was_open else "it changed nothing"
+    return f"{rolled}; what the call committed before stays" if committed else rolled
 
 
 def _commits(stmt: str) -> bool:

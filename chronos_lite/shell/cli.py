@@ -259,12 +259,12 @@ Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio,
 line (protocol 2025-06-18 and 2025-11-25 through initialize, 2026-07-28 stateless). Give the
 folder as an absolute path: the client picks the working directory.
 
-  (default)        safe mode: the agent reads every branch and forks; it writes only on the
-                   branches it forked in this session; merge isn't listed (a person merges with
-                   `chronos <folder> merge <branch>`)
-  --allow-merge    the database's own user: every tool, merge included
-  --agent NAME     not in this version (refused)
-  -b BRANCH        the branch must exist (tools name their own branch; default main)
+  (default)               safe mode: the agent reads every branch and forks; it writes only
+                          on the branches it forked in this session; merge isn't listed (a
+                          person merges with `chronos <folder> merge <branch>`)
+  --allow-merge           the database's own user: every tool, merge included
+  --agent NAME            not in this version (refused)
+  -b BRANCH               the branch must exist (tools name their own branch; default main)
   --max-query-ms MS       each call's time limit (default 30000 in safe mode, none with
                           --allow-merge; 0: none); a call past it is rolled back
   --max-memory-mb MB      SQLite's memory for the server (default 256); a call that needs
@@ -290,9 +290,11 @@ def _mcp(argv: list[str]) -> int:
     parser.add_argument("--allow-merge", action="store_true")
     parser.add_argument("--agent", default=None)
     parser.add_argument("-b", "--branch", default=None)
-    parser.add_argument("--max-query-ms", type=_count("--max-query-ms"), default=None)
-    parser.add_argument("--max-memory-mb", type=_count("--max-memory-mb", 16), default=256)
-    parser.add_argument("--max-result-chars", type=_count("--max-result-chars", 1000))
+    parser.add_argument("--max-query-ms", type=_count("--max-query-ms"), metavar="MS")
+    parser.add_argument(
+        "--max-memory-mb", type=_count("--max-memory-mb", 16), default=256, metavar="MB"
+    )
+    parser.add_argument("--max-result-chars", type=_count("--max-result-chars", 1000), metavar="N")
     ns = parser.parse_intermixed_args(argv)
     from chronos_lite.serve import mcp  # the server's imports only when serving
 
