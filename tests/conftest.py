@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,13 @@ def run_cli(
     if check and proc.returncode != 0:
         raise AssertionError(f"chronos {args} exited {proc.returncode}: {proc.stderr}")
     return proc
+
+
+def file_dump(folder: Path) -> list[str]:
+    """Everything in a database folder's file, chronos' own tables included, read outside
+    chronos (read-only: opening through chronos would prune and record)."""
+    conn = sqlite3.connect(f"file:{folder / 'chronos.db'}?mode=ro", uri=True)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()

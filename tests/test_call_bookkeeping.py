@@ -10,12 +10,12 @@ nothing of the call or all of it (the failure came after the commit), and the ne
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import file_dump
 
 import chronos_lite
 from chronos_lite import budget, events, limits, sqlrun, worldschema
@@ -71,14 +71,6 @@ CALLS = [
 ]
 
 
-def dump(folder: Path) -> list[str]:
-    conn = sqlite3.connect(f"file:{folder / 'chronos.db'}?mode=ro", uri=True)
-    try:
-        return list(conn.iterdump())
-    finally:
-        conn.close()
-
-
 @contextmanager
 def failing(owner: object, name: str, at: int) -> Iterator[list[int]]:
     """``owner.name`` raises Injected on its ``at``-th call (counted in the list yielded)."""
@@ -127,7 +119,7 @@ def test_a_failure_at_any_step_leaves_no_transaction_and_nothing_half_done(shop,
             runs = times_run(db, owner, name, branch, sql)
             for at in range(1, min(runs, 4) + 1):
                 run_call(db, branch, "select 1")  # (chronos catches up with the last call's
-                before = dump(shop)  # schema change lazily, at the next call: done first)
+                before = file_dump(shop)  # schema change lazily, at the next call: done first)
                 with failing(owner, name, at) as count:
                     try:
                         run_call(db, branch, sql)
@@ -140,7 +132,7 @@ def test_a_failure_at_any_step_leaves_no_transaction_and_nothing_half_done(shop,
                 open_ones = [s.branch for s in db._sessions() if not s.conn.get_autocommit()]
                 assert open_ones == [], (name, at, open_ones)
                 if name not in AFTER_COMMIT and "commit;" not in sql:
-                    assert dump(shop) == before, (name, at)
+                    assert file_dump(shop) == before, (name, at)
                 run_call(db, "main", "select 1")  # the database serves on
                 run_call(db, branch, sql)
     assert tried >= 8  # (every step the call runs, at each of its first four runs)
@@ -151,10 +143,10 @@ def test_the_calls_own_commit_records_its_event_inside_its_transaction(shop):
     transaction: a failure recording it leaves neither the rows nor the event."""
     with chronos_lite.open(shop) as db:
         for branch in ("main", "w"):
-            before = dump(shop)
+            before = file_dump(shop)
             with failing(events, "record", 1), pytest.raises((Injected, ChronosError)):
                 run_call(db, branch, "begin; insert into users(name) values ('x'); commit")
-            assert dump(shop) == before
+            assert file_dump(shop) == before
             run_call(db, branch, "begin; insert into users(name) values ('x'); commit")
             history = db.call("history", branch=branch, limit=1).data["events"]
             assert history[0]["event"] == "write" and history[0]["rows"] == 1

@@ -21,21 +21,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import file_dump, run_cli
 from mcp_lines import Server, tool_error
 
 import chronos_lite
 
 LIMIT_MS = 1500  # the servers' time limit here (the default is 30 s)
-
-
-def dump(folder: Path) -> list[str]:
-    """Everything in the file, chronos' own tables included, read outside chronos."""
-    conn = sqlite3.connect(f"file:{folder / 'chronos.db'}?mode=ro", uri=True)
-    try:
-        return list(conn.iterdump())
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -93,7 +84,7 @@ def test_writes_holding_as_of_are_refused_off_the_agents_own_worlds(serve, shop)
     ok(server, "fork", {"name": "mine"})
     time.sleep(0.05)
     then = datetime.fromtimestamp(time.time()).isoformat(sep=" ")
-    before = dump(shop)
+    before = file_dump(shop)
     writes = [
         f"delete from orders where id in (select id from orders as of '{then}')",
         f"update orders set qty = 0 where id in (select id from orders as of '{then}')",
@@ -107,7 +98,7 @@ def test_writes_holding_as_of_are_refused_off_the_agents_own_worlds(serve, shop)
         for where in ({}, {"branch": "main"}, {"branch": "outside"}):
             refused(server, {"sql": sql, **where}, "42501", "safe mode")
     refused(server, {"sql": writes[0], "branch": f"main@{then}"}, "42501", "can only be read")
-    assert dump(shop) == before
+    assert file_dump(shop) == before
     # reads with AS OF work everywhere, and the same write works on the agent's own world
     result = ok(server, "sql", {"sql": f"select count(*) from orders as of '{then}'"})
     assert result["structuredContent"]["results"][0]["rows"] == [[1200]]
@@ -126,7 +117,7 @@ def test_writes_holding_as_of_are_refused_off_the_agents_own_worlds(serve, shop)
 def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, shop):
     server = serve()
     ok(server, "fork", {"name": "mine"})
-    before = dump(shop)
+    before = file_dump(shop)
     attacks = [
         # the issue's: a TEMP trigger named _chronos_... writing main and chronos' tables
         "create temp table t(x); create temp trigger _chronos_x after insert on t begin "
@@ -156,7 +147,7 @@ def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, sh
     for sql in attacks:
         text = refused(server, {"sql": sql, "branch": "mine"}, "42501")
         assert "safe mode" not in text or "settings" in text, (sql, text)
-    assert dump(shop) == before
+    assert file_dump(shop) == before
     with chronos_lite.open(shop) as db:
         assert db.query("select name from users order by id") == [
             {"name": "Ada"},
@@ -269,7 +260,7 @@ def test_a_writer_that_cant_get_the_lock_is_told_who_holds_it(serve, shop):
     try:
         assert holder.stdout.readline().strip() == "held"
         server = serve("--allow-merge")
-        before = dump(shop)
+        before = file_dump(shop)
         text = refused(
             server, {"sql": "update users set name = 'x'"}, "55P03", "the database is busy"
         )
@@ -279,7 +270,7 @@ def test_a_writer_that_cant_get_the_lock_is_told_who_holds_it(serve, shop):
     finally:
         holder.kill()
         holder.wait()
-    assert dump(shop) == before
+    assert file_dump(shop) == before
     ok(server, "sql", {"sql": "update users set name = 'x' where id = 1"})
 
 
@@ -352,7 +343,7 @@ def test_analyze_after_a_write_leaves_no_transaction_open(serve, shop):
 def test_table_valued_pragmas_that_change_anything_are_refused(serve, shop):
     server = serve()
     ok(server, "fork", {"name": "mine"})
-    before = dump(shop)
+    before = file_dump(shop)
     for sql in [
         "select * from pragma_optimize(0x10002)",
         "select * from pragma_optimize",
@@ -374,7 +365,7 @@ def test_table_valued_pragmas_that_change_anything_are_refused(serve, shop):
         "select * from pragma_user_version(7)",
     ]:
         tool_error(server.call("sql", {"sql": sql}))
-    assert dump(shop) == before
+    assert file_dump(shop) == before
     with chronos_lite.open(shop) as db:
         assert not db.query("select name from sqlite_master where name like 'sqlite_stat%'")
     result = ok(server, "sql", {"sql": "select name from pragma_table_info('users')"})
@@ -418,7 +409,7 @@ def test_a_file_deleted_or_replaced_under_the_server_is_refused(serve, shop, tmp
 
 def test_bad_characters_are_refused_as_22021(serve, shop):
     server = serve()
-    before = dump(shop)
+    before = file_dump(shop)
     lines = [
         ("sql", {"sql": "select 1\u0000"}),
         ("sql", {"sql": "select '\ud800'"}),
@@ -441,7 +432,7 @@ def test_bad_characters_are_refused_as_22021(serve, shop):
         server, "sql", {"sql": "select length(cast($1 as blob)) as n", "params": ["a\u0000b"]}
     )
     assert result["structuredContent"]["results"][0]["rows"] == [[3]]
-    assert dump(shop) == before
+    assert file_dump(shop) == before
 
 
 def test_faults_of_the_file_get_their_own_codes(serve, shop):
@@ -450,13 +441,13 @@ def test_faults_of_the_file_get_their_own_codes(serve, shop):
     pages = json.dumps(ok(server, "sql", {"sql": "pragma page_count"})["structuredContent"])
     count = json.loads(pages)["results"][0]["rows"][0][0]
     ok(server, "sql", {"sql": f"pragma max_page_count = {count}"})
-    before = dump(shop)
+    before = file_dump(shop)
     result = server.call(
         "sql", {"sql": "insert into users(name) select hex(randomblob(5000)) from orders"}
     )
     text = tool_error(result)
     assert result["structuredContent"]["code"] == "53100" and "disk is full" in text, text
-    assert dump(shop) == before
+    assert file_dump(shop) == before
     ok(server, "sql", {"sql": "pragma max_page_count = 1073741823"})
     ok(server, "sql", {"sql": "insert into users(name) values ('after')"})
 
