@@ -28,6 +28,13 @@ from .worldsql import CTX, CTX_DDL, MODES, world_objects, world_trigger_names
 
 DB_FILE = "chronos.db"
 SQLITE_HEADER = b"SQLite format 3\x00"
+# (begin, undo, end) of a write: its own transaction, or a savepoint inside one already open
+_TRANSACTION = ("BEGIN IMMEDIATE", "ROLLBACK", "COMMIT")
+_SAVEPOINT = (
+    "SAVEPOINT _chronos_write",
+    "ROLLBACK TO _chronos_write; RELEASE _chronos_write",
+    "RELEASE _chronos_write",
+)
 MAX_META_BYTES = 64 * 1024
 WORLD_POOL = 16
 OWNER = "owner"
@@ -183,8 +190,8 @@ class Database:
         for session in self._sessions():
             session.conn.interrupt()
 
-    def _sessions(self) -> list[Session]:
-        return [self._main, *list(self._worlds.values())]
+    def _sessions(self) -> tuple[Session, ...]:
+        return (self._main, *self._worlds.values())
 
     def check_file(self) -> None:
         """Refuse to go on when the database file was deleted, replaced or overwritten since it
@@ -221,7 +228,7 @@ class Database:
         """Roll back any transaction a call left open on any connection; whether there was one
         (whatever happened in the call, it ends with none open)."""
         found = False
-        for session in (self._main, *self._worlds.values()):
+        for session in self._sessions():
             if not session.conn.get_autocommit():
                 found = True
                 try:
@@ -243,28 +250,21 @@ class Database:
         """A write transaction (BEGIN IMMEDIATE: waits for other writers, never 'locked'); inside
         a transaction already open (a call's), a savepoint of it."""
         conn = conn or self._main.conn
-        if not conn.get_autocommit():
-            conn.execute("SAVEPOINT _chronos_write")
-            try:
-                yield conn
-            except BaseException:
-                if not conn.get_autocommit():
-                    conn.execute("ROLLBACK TO _chronos_write; RELEASE _chronos_write")
-                raise
-            conn.execute("RELEASE _chronos_write")
-            return
+        nested = not conn.get_autocommit()
+        begin, undo, end = _SAVEPOINT if nested else _TRANSACTION
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(begin)
         except faults.FAULTS as exc:  # (busy past the wait, a read-only file, ...)
             raise faults.describe(exc, self) or exc from None
         try:
             yield conn
         except BaseException:
             if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
+                conn.execute(undo)
             raise
-        conn.execute("COMMIT")
-        self.bounds.committed(conn)
+        conn.execute(end)
+        if not nested:
+            self.bounds.committed(conn)
 
     # --- schema -----------------------------------------------------------------------------
 
@@ -300,9 +300,8 @@ class Database:
         names = {name for n, _t in self._tables.values() for name in shadow.trigger_names(n)}
         for n, _t in (tables or {}).values():
             names.update(world_trigger_names(n))
-        conn_guard = guard.install(session.conn)
-        conn_guard.trusted = frozenset(names)
-        conn_guard.own_temp = frozenset(name.lower() for name in session.own_temp)
+        guard.install(session.conn).trusted = frozenset(names)
+        _guard_own_temp(session)
 
     @staticmethod
     def _read_tables(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
@@ -758,7 +757,7 @@ class Database:
         """Keep a TEMP view past the call (AS OF main at a seq reads the same every time, and
         dropping a view makes SQLite prepare every statement again)."""
         session.own_temp.add(name)
-        guard.install(session.conn).own_temp = frozenset(n.lower() for n in session.own_temp)
+        _guard_own_temp(session)
         session.kept.append(name)
         while len(session.kept) > most:
             old = session.kept.pop(0)
@@ -786,6 +785,11 @@ class Database:
     @property
     def main(self) -> Session:
         return self._main
+
+
+def _guard_own_temp(session: Session) -> None:
+    """Tell the connection's guard which TEMP objects are chronos' (no statement drops them)."""
+    guard.install(session.conn).own_temp = frozenset(n.lower() for n in session.own_temp)
 
 
 def _copy_user_views(conn: apsw.Connection) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from . import render
 from .catalog import TableInfo
 from .db import Database, Session
-from .sqltext import quote_ident
+from .sqltext import at_most, quote_ident
 
 SAMPLE_ROWS = 1000  # rows read for examples and the values a column holds
 FEW = 5  # at most this many distinct values (in a larger sample) read as "one of"
@@ -44,7 +44,7 @@ def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
 def _table(session: Session, t: TableInfo) -> dict[str, Any]:
     conn, q = session.conn, quote_ident(t.name)
     count = conn.execute(f"select count(*) from {q}").fetchone()[0]
-    cols = ", ".join(_short_value(quote_ident(c)) for c in t.column_names)
+    cols = ", ".join(at_most(quote_ident(c), LONG) for c in t.column_names)
     sample = [
         tuple(map(_marked, row))
         for row in conn.execute(f"select {cols} from {q} limit {SAMPLE_ROWS}")
@@ -74,12 +74,6 @@ def _table(session: Session, t: TableInfo) -> dict[str, Any]:
         "fields": fields,
         "sample": render.json_row(first) if first else None,
     }
-
-
-def _short_value(column: str) -> str:
-    """A column read whole if short, else its beginning (one past LONG: the mark of a cut)."""
-    cut = f"substr({column}, 1, {LONG + 1})"
-    return f"CASE WHEN length({column}) > {LONG} THEN {cut} ELSE {column} END"
 
 
 def _marked(value: Any) -> Any:

@@ -47,8 +47,7 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
     path, folder and bounds name the file and the limits)."""
     if not isinstance(exc, FAULTS):
         return None
-    sqlite = str(exc).split(": ", 1)[-1] if ": " in str(exc) else str(exc)
-    said = f"(SQLite: {sqlite})"
+    said = f"(SQLite: {str(exc).split(': ', 1)[-1]})"
     nothing = "nothing was changed"
     bounds: limits.Bounds = db.bounds
     if isinstance(exc, apsw.InterruptError):
@@ -76,6 +75,8 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
             f"still there, then try again",
             IO_ERROR,
         )
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        db.forget_pages()  # a bad read must not stay in the page cache once the disk reads right
     if isinstance(exc, apsw.CorruptError):
         return ChronosError(
             f"the database file {db.path} is corrupt {said}: {nothing}; see what is damaged with "

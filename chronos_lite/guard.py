@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from .catalog import PREFIX
+from .errors import ChronosError
 
 OK, DENY = apsw.SQLITE_OK, apsw.SQLITE_DENY
 
@@ -130,7 +131,7 @@ class Access:
 
     write: bool = True
     settings: bool = True
-    refusal: Callable[[Denial], Exception] | None = None
+    refusal: Callable[[Denial], ChronosError] | None = None
 
     @property
     def mark(self) -> str:
@@ -146,14 +147,6 @@ _MARKS = {
     for s in (True, False)
 }
 OWNER = Access()
-
-
-class Refused(Exception):
-    """A statement the guard refused after it ran (the call's transaction rolls it back)."""
-
-    def __init__(self, denial: Denial) -> None:
-        super().__init__(denial.kind)
-        self.denial = denial
 
 
 @dataclass

@@ -19,8 +19,6 @@ pauses.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import apsw
@@ -61,24 +59,10 @@ class Bounds:
         if began:
             self.active, self.deadline, self.limit_ms = False, None, None
 
-    @contextmanager
-    def call(self, limit_ms: int | None = None) -> Iterator[Bounds]:
-        """``begin`` and ``end`` around a block."""
-        began = self.begin(limit_ms)
-        try:
-            yield self
-        finally:
-            self.end(began)
-
     def cancel(self, why: str = CANCELLED) -> None:
         """Stop the running call at its next check (from any thread); nothing if none runs."""
         if self.active and self.stopped is None:
             self.stopped = why
-
-    def remaining_ms(self) -> float | None:
-        if self.deadline is None:
-            return None
-        return max(0.0, (self.deadline - time.monotonic()) * 1000)
 
     # --- SQLite's handlers ---------------------------------------------------------------------
 
@@ -113,7 +97,7 @@ class Bounds:
     def committed(self, conn: apsw.Connection) -> None:
         """After a write transaction's commit on ``conn``: if others are writing too and this
         one got the lock without waiting, pause so that they get it next."""
-        version = conn.execute("pragma data_version").fetchone()[0]
+        version = conn.execute("pragma data_version").fetchall()[0][0]  # (all: stays cached)
         now = time.monotonic()
         if self._versions.get(id(conn), version) != version:  # another connection committed
             self._others_until = now + CONTENDED_S

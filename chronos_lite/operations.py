@@ -68,10 +68,9 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     "OF '<moment>' reads a table as it was.",
     destructive=True,
 )
-def sql_op(db: Database, args: dict, caller: Caller) -> Reply:
+def sql_op(db: Database, args: Args, caller: Caller) -> Reply:
     branch = _branch(args)
-    given = args.given("branch") if isinstance(args, Args) else args.get("branch")
-    access = rights.sql_access(db, given, caller)  # (as given: none isn't branch="main")
+    access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't branch="main")
     outcome = sqlrun.run(db, branch, args["sql"], args.get("params"), caller, access)
     parts, data = [], []
     for result in outcome.results:

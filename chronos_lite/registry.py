@@ -68,7 +68,7 @@ class Args(dict):
         return None if key in self.defaulted else self.get(key)
 
 
-Handler = Callable[[Any, dict[str, Any], Caller], Reply]
+Handler = Callable[[Any, Args, Caller], Reply]
 
 
 @dataclass
@@ -253,8 +253,6 @@ class Registry:
             fault = faults.describe(exc, db)
             if fault is None:
                 raise
-            if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
-                db.forget_pages()  # (a bad read must not stay in the page cache)
             raise fault from None
         finally:
             db.bounds.end(began)

@@ -17,7 +17,7 @@ from . import events, faults
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
-from .sqltext import quote_ident
+from .sqltext import at_most, quote_ident
 from .worldsql import key_view
 
 
@@ -134,10 +134,7 @@ def get_within(
     source, rowid_col = _source(session, n, t)
     names = [quote_ident(c) for c in t.column_names]
     if longest is not None:
-        names = [
-            f"CASE WHEN length({c}) > {longest} THEN substr({c}, 1, {longest + 1}) ELSE {c} END"
-            for c in names
-        ]
+        names = [at_most(c, longest) for c in names]
     row = session.conn.execute(
         f"select {', '.join(names)} from {source} where {_key_condition(t, rowid_col)}", key
     ).fetchone()

@@ -183,9 +183,14 @@ def _conflict_conditions(t: TableInfo, new: str) -> list[str]:
 HISTORY_TRIGGERS = ("ai", "au", "ad", "bi", "bu")
 
 
+def trigger_name(n: int, suffix: str) -> str:
+    """A history trigger's name: on user table ``n``, for one of HISTORY_TRIGGERS."""
+    return f"{PREFIX}t{n}_{suffix}"
+
+
 def trigger_names(n: int) -> list[str]:
-    """The names of the history triggers chronos puts on user table ``n`` (main_triggers')."""
-    return [f"{PREFIX}t{n}_{suffix}" for suffix in HISTORY_TRIGGERS]
+    """Every name main_triggers can give table ``n``'s history triggers."""
+    return [trigger_name(n, suffix) for suffix in HISTORY_TRIGGERS]
 
 
 def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
@@ -198,16 +203,14 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
     q = quote_ident(t.name)
     old_key = t.main_key("OLD.")
     new_key = t.main_key("NEW.")
-    name = f"{PREFIX}t{n}"
+    ai, au, ad, bi, bu = trigger_names(n)
     trig = {
-        f"{name}_ai": f"CREATE TRIGGER {name}_ai AFTER INSERT ON {q} BEGIN "
-        f"{_absence_insert(t, n, 'NEW')}; END",
-        f"{name}_au": f"CREATE TRIGGER {name}_au AFTER UPDATE ON {q} BEGIN "
+        ai: f"CREATE TRIGGER {ai} AFTER INSERT ON {q} BEGIN {_absence_insert(t, n, 'NEW')}; END",
+        au: f"CREATE TRIGGER {au} AFTER UPDATE ON {q} BEGIN "
         f"{_history_insert(t, n, 'OLD')}; "
         f"{_absence_insert(t, n, 'NEW', f'{old_key} IS NOT {new_key}')}; "
         f"{_counter_follows(t, old_key, new_key)}END",
-        f"{name}_ad": f"CREATE TRIGGER {name}_ad AFTER DELETE ON {q} BEGIN "
-        f"{_history_insert(t, n, 'OLD')}; END",
+        ad: f"CREATE TRIGGER {ad} AFTER DELETE ON {q} BEGIN {_history_insert(t, n, 'OLD')}; END",
     }
     # INSERT OR REPLACE deletes the rows it collides with without firing delete triggers
     # (unless recursive_triggers is on), so their images are kept before the insert.
@@ -215,8 +218,8 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
     if conds:
         any_cond = " OR ".join(f"({c})" for c in conds)
         steps = "".join(f"{_history_insert(t, n, 'c', c)}; " for c in conds)
-        trig[f"{name}_bi"] = (
-            f"CREATE TRIGGER {name}_bi BEFORE INSERT ON {q} "
+        trig[bi] = (
+            f"CREATE TRIGGER {bi} BEFORE INSERT ON {q} "
             f"WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE {any_cond}) BEGIN {steps}END"
         )
         # UPDATE OR REPLACE of a key or unique column can delete another row the same way.
@@ -224,8 +227,8 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
         watched = sorted({c for cols in keysets for c in cols})
         other = f"{t.main_key('c.')} IS NOT {old_key}"
         steps = "".join(f"{_history_insert(t, n, 'c', f'({c}) AND {other}')}; " for c in conds)
-        trig[f"{name}_bu"] = (
-            f"CREATE TRIGGER {name}_bu BEFORE UPDATE OF {', '.join(map(quote_ident, watched))} "
+        trig[bu] = (
+            f"CREATE TRIGGER {bu} BEFORE UPDATE OF {', '.join(map(quote_ident, watched))} "
             f"ON {q} WHEN EXISTS (SELECT 1 FROM {q} AS c WHERE ({any_cond}) AND {other}) "
             f"BEGIN {steps}END"
         )

@@ -358,10 +358,10 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
         got = budget.read(cursor, call.limits, columns) if columns else budget.Read()
         if got.more:
             cursor.close(force=True)  # (a write is done by its first step)
-        if prefixed and _prefixed_objects(conn) > prefixed[0]:
-            raise guard.Refused(guard.Denial("own", "ALTER TABLE ... RENAME TO"))
-    except (apsw.Error, guard.Refused) as exc:
-        denial = checked.denied or getattr(exc, "denial", None)
+        if prefixed and _prefixed_objects(conn) > prefixed[0]:  # renamed into chronos' names
+            raise _refused(call.access, guard.Denial("own", "ALTER TABLE ... RENAME TO"))
+    except apsw.Error as exc:
+        denial = checked.denied
         if denial is None and call.session.past and "because it is a view" in str(exc):
             denial = guard.Denial("write")  # (SQLite refused before asking the guard)
         if denial is not None:
@@ -371,8 +371,7 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
         raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
     finally:
         checked.done()
-    desc = description[0] if description else ()
-    return ([d[0] for d in desc] if desc else None), got
+    return (columns or None), got
 
 
 def _names(description: list) -> list[str]:
@@ -400,9 +399,7 @@ def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
     if denial.kind == "main":
         return ChronosError(guard.main_table_message(denial.name), errors.REFUSED)
     if access.refusal is not None:
-        made = access.refusal(denial)
-        if isinstance(made, ChronosError):
-            return made
+        return access.refusal(denial)
     what = "change settings" if denial.kind == "settings" else "write"
     return ChronosError(f"this call may not {what} ({denial.name})", errors.REFUSED)
 

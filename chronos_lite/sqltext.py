@@ -26,6 +26,16 @@ def quote_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def at_most(column: str, longest: int) -> str:
+    """A quoted column read whole if it is short, else its first ``longest + 1`` characters
+    (bytes of a blob): one past the limit tells a cut value from one of just that length, and
+    a huge value never leaves SQLite whole."""
+    return (
+        f"CASE WHEN length({column}) > {longest} THEN substr({column}, 1, {longest + 1}) "
+        f"ELSE {column} END"
+    )
+
+
 def literal(value: object) -> str:
     """Any SQLite value as an SQL literal (NULL, numbers, X'..' blobs, quoted text)."""
     if value is None:
