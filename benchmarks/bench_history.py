@@ -64,7 +64,8 @@ from bench_worlds import (  # noqa: E402  (a sibling script)
 )
 
 import chronos_lite  # noqa: E402
-from chronos_lite import prune, shadow, timetravel, worldsql  # noqa: E402
+from chronos_lite.history import prune, timetravel  # noqa: E402
+from chronos_lite.storage import shadow, worldsql  # noqa: E402
 
 WORK = Path(__file__).resolve().parent / "_work"
 INDEX = "create index items_category on items(category)"

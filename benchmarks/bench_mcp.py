@@ -515,8 +515,8 @@ def profile(folder: Path, all_cases: list[Case], calls: int, top: int = 12) -> s
     """Each chronos case answered in this process (no pipe): Server.answer_line and the reply's
     encoding, timed, then under cProfile; the functions costing the most (own time). cProfile
     slows Python code far more than C code: read the shares as a ranking, not as times."""
-    from chronos_lite.registry import Caller
-    from chronos_lite.serve import mcp
+    from chronos_lite.mcp import core as mcp
+    from chronos_lite.operations.registry import Caller
 
     db = chronos_lite.open(folder)
     out = []

@@ -38,9 +38,10 @@ from pathlib import Path
 import apsw
 
 import chronos_lite
-from chronos_lite import render, statements
-from chronos_lite.registry import REGISTRY
+from chronos_lite import render
+from chronos_lite.operations.registry import REGISTRY
 from chronos_lite.shell.session import Shell
+from chronos_lite.statements import chronos as statements
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_worlds import revision  # noqa: E402  (a sibling script)

@@ -14,13 +14,16 @@ from typing import Any
 
 import apsw
 
-from . import prune, rows, sqlrun, vtab
-from .db import Database, World
-from .folder import create
+from . import vtab
+from .history import prune
 from .merge import apply as merge_apply
 from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
-from .registry import REGISTRY, Caller, Reply
+from .operations.registry import REGISTRY, Caller, Reply
+from .statements import sqlrun
+from .storage import rows
+from .storage.db import Database, World
+from .storage.folder import create
 
 
 class Chronos(Database):

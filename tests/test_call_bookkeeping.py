@@ -18,9 +18,10 @@ import pytest
 from conftest import file_dump
 
 import chronos_lite
-from chronos_lite import budget, events, limits, sqlrun, worldschema
-from chronos_lite.db import Database
 from chronos_lite.errors import ChronosError
+from chronos_lite.statements import budget, sqlrun
+from chronos_lite.storage import events, limits, worldschema
+from chronos_lite.storage.db import Database
 
 
 class Injected(RuntimeError):
@@ -155,7 +156,7 @@ def test_the_calls_own_commit_records_its_event_inside_its_transaction(shop):
 def test_an_operation_that_leaves_a_transaction_open_is_not_acknowledged(shop):
     """A handler that returns with its transaction open (a bug) gets an internal error, and
     the transaction is rolled back: what isn't committed is never reported done."""
-    from chronos_lite.registry import REGISTRY
+    from chronos_lite.operations.registry import REGISTRY
 
     op = REGISTRY.get("get")
     real: Callable = op.handler

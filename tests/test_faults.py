@@ -18,8 +18,8 @@ import apsw
 import pytest
 
 import chronos_lite
-from chronos_lite.registry import Caller
-from chronos_lite.serve.mcp import MAX_RESULT_CHARS, MAX_ROWS, Server
+from chronos_lite.mcp.core import MAX_RESULT_CHARS, MAX_ROWS, Server
+from chronos_lite.operations.registry import Caller
 
 CODES = {  # the fault: the code its refusals carry
     "write-io": "58030",

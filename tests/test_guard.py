@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from chronos_lite.errors import ChronosError
-from chronos_lite.registry import Caller
+from chronos_lite.operations.registry import Caller
 
 AGENT = Caller(name="bot", mode="safe")
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import chronos_lite
 from chronos_lite import ChronosError
-from chronos_lite.timetravel import parse_moment
+from chronos_lite.history.timetravel import parse_moment
 from tests.conftest import run_cli
 
 
@@ -314,7 +314,7 @@ def _history_rows(db) -> int:
 
 
 def test_pruning_drops_expired_history_and_keeps_what_worlds_read(db):
-    from chronos_lite import prune
+    from chronos_lite.history import prune
 
     db.sql("create table t(k integer primary key, v text)")
     for i in range(50):
@@ -335,7 +335,7 @@ def test_pruning_drops_expired_history_and_keeps_what_worlds_read(db):
 
 
 def test_pruning_while_another_process_writes_loses_nothing(tmp_path):
-    from chronos_lite import prune
+    from chronos_lite.history import prune
 
     folder = tmp_path / "db"
     db = chronos_lite.init(folder)
@@ -383,7 +383,7 @@ def test_history_statements_in_sql(shop):
 
 
 def test_undo_agent_puts_back_one_callers_changes_everywhere(shop):
-    from chronos_lite.registry import Caller
+    from chronos_lite.operations.registry import Caller
 
     shop.sql("insert into users(name, email) values ('Bob', 'b@x'), ('Cy', 'c@x')")
     shop.fork("w")

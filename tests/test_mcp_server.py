@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from chronos_lite.registry import Caller
-from chronos_lite.serve.mcp import MAX_ROWS, Server
+from chronos_lite.mcp.core import MAX_ROWS, Server
+from chronos_lite.operations.registry import Caller
 
 
 @pytest.fixture
@@ -74,14 +74,14 @@ def test_describe_shows_foreign_keys(server):
 
 def test_replies_with_a_lone_surrogate_are_still_json(server):
     reply = server.answer_line(b'{"jsonrpc":"2.0","id":1,"method":"\\ud800"}')
-    from chronos_lite.serve.mcp import _encode
+    from chronos_lite.mcp.core import _encode
 
     line = _encode(reply)
     assert json.loads(line)["error"]["code"] == -32601
 
 
 def test_time_limits_by_mode():
-    from chronos_lite.registry import time_limit
+    from chronos_lite.operations.registry import time_limit
 
     assert time_limit(Caller(name="mcp", mode="safe")) == 30_000  # safe mode: 30 s by default
     assert time_limit(Caller()) is None  # the database's own user: none unless asked

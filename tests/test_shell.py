@@ -22,7 +22,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 import chronos_lite
-from chronos_lite.registry import REGISTRY
+from chronos_lite.operations.registry import REGISTRY
 from chronos_lite.shell import config, repl
 from chronos_lite.shell.config import Settings
 from chronos_lite.shell.repl import ShellCompleter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chronos_lite import sqltext
+from chronos_lite.statements import sqltext
 
 
 def test_split_respects_strings_comments_and_trigger_bodies():

@@ -17,15 +17,16 @@ from typing import Any
 
 import apsw
 
-from .. import errors, events
-from ..db import Database, Session, World
+from .. import errors
 from ..errors import ChronosError
-from ..rows import parse_id, write_row
-from ..shadow import DEAD, SEQ, WORLD, history_table, overlay_table
-from ..sqltext import quote_ident
-from ..worldschema import Step, apply_steps, steps
-from ..worldschema import conflict_error as schema_conflict_error
-from ..worldsql import CTX, remember_entry
+from ..statements.sqltext import quote_ident
+from ..storage import events
+from ..storage.db import Database, Session, World
+from ..storage.rows import parse_id, write_row
+from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
+from ..storage.worldschema import Step, apply_steps, steps
+from ..storage.worldschema import conflict_error as schema_conflict_error
+from ..storage.worldsql import CTX, remember_entry
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import apsw
 
-from ..catalog import ROWID_COL, TableInfo
-from ..db import Database, Session, World
-from ..rows import format_id
-from ..shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
-from ..sqltext import quote_ident
-from ..worldsql import key_view
+from ..statements.sqltext import quote_ident
+from ..storage.catalog import ROWID_COL, TableInfo
+from ..storage.db import Database, Session, World
+from ..storage.rows import format_id
+from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from ..storage.worldsql import key_view
 
 
 @dataclass

@@ -7,13 +7,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog import TableInfo
-from ..db import Database
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_row, json_value, row_json
-from ..shadow import SEQ, WORLD, history_table, overlay_table
-from ..sqltext import literal, quote_ident
-from ..worldschema import Step, steps
+from ..statements.sqltext import literal, quote_ident
+from ..storage.catalog import TableInfo
+from ..storage.db import Database
+from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
+from ..storage.worldschema import Step, steps
 from .changes import Change, view_row, world_changes
 
 ORDER = {"delete": 0, "update": 1, "insert": 2}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 from .. import render
-from ..db import Database
 from ..errors import CONFLICT, ChronosError
-from ..sqltext import name_tokens
-from ..worldschema import Step
+from ..statements.sqltext import name_tokens
+from ..storage.db import Database
+from ..storage.worldschema import Step
 from .apply import Options, Plan, plan, position
 from .diff import Diff, page_footer, row_text
 

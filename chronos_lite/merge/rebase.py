@@ -11,11 +11,11 @@ import json
 import time
 
 from .. import errors
-from ..db import Database
 from ..errors import ChronosError
-from ..shadow import SEQ, WORLD, history_table, overlay_table
-from ..sqltext import quote_ident
-from ..worldschema import conflict_error as schema_conflict_error
+from ..statements.sqltext import quote_ident
+from ..storage.db import Database
+from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
+from ..storage.worldschema import conflict_error as schema_conflict_error
 from .apply import Options, check_version, conflict_error, plan
 
 

@@ -24,8 +24,8 @@ from pygments.lexers.sql import SqlLexer
 
 import chronos_lite
 
-from .. import statements as chronos_sql
-from ..registry import REGISTRY
+from ..operations.registry import REGISTRY
+from ..statements import chronos as chronos_sql
 from .session import ALIASES, BUILTINS, Shell
 
 # What a word can hold: names like task-1, before-migration, main@yesterday; \commands.

@@ -20,11 +20,11 @@ from typing import Any, TextIO
 
 import apsw
 
-from .. import sqltext
-from .. import statements as chronos_sql
-from ..db import Database
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
-from ..registry import REGISTRY, Operation, Reply
+from ..operations.registry import REGISTRY, Operation, Reply
+from ..statements import chronos as chronos_sql
+from ..statements import sqltext
+from ..storage.db import Database
 from . import output
 from .cancel import Canceller
 from .config import Settings
@@ -279,7 +279,7 @@ class Shell:
 
     def operation(self, op: Operation, rest: str, word: str) -> None:
         """``\\<operation> arguments``: the CLI's arguments, the MCP tool's text."""
-        from .cli import parse_operation_args  # the CLI imports this module
+        from ..cli import parse_operation_args
 
         try:
             argv = shlex.split(rest)
@@ -306,7 +306,7 @@ class Shell:
 
     def _help(self, rest: str) -> None:
         if rest:
-            from .cli import op_parser
+            from ..cli import op_parser
 
             word = rest.lstrip("\\")
             name = ALIASES.get(word, word.replace("-", "_"))

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import apsw
 import apsw.ext
 
-from .. import events
-from ..db import Database
 from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..render import row_json
+from ..storage import events
+from ..storage.db import Database
 
 
 def _json(row: dict | None) -> str | None:

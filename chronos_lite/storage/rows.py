@@ -13,11 +13,11 @@ from typing import Any
 
 import apsw
 
+from ..errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
+from ..statements.sqltext import at_most, quote_ident
 from . import events, faults
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
-from .errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
-from .sqltext import at_most, quote_ident
 from .worldsql import key_view
 
 

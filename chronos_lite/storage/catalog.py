@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .sqltext import comma_parts, matching_paren, name_tokens, quote_ident
+from ..statements.sqltext import comma_parts, matching_paren, name_tokens, quote_ident
 
 PREFIX = "_chronos_"
 ROWID_COL = "_chronos_rowid"

@@ -9,25 +9,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import (
-    budget,
-    describe,
-    events,
-    prune,
-    render,
-    restore,
-    rights,
-    rows,
-    sqlrun,
-    timetravel,
-    undo,
-)
-from .db import Database
-from .errors import NOT_FOUND, ChronosError
-from .merge import apply as merge_apply
-from .merge import diff as merge_diff
-from .merge import preview as merge_preview
-from .merge import rebase as merge_rebase
+from .. import render
+from ..errors import NOT_FOUND, ChronosError
+from ..history import prune, restore, timetravel, undo
+from ..merge import apply as merge_apply
+from ..merge import diff as merge_diff
+from ..merge import preview as merge_preview
+from ..merge import rebase as merge_rebase
+from ..statements import budget, sqlrun
+from ..storage import describe, events, rows
+from ..storage.db import Database
+from . import rights
 from .registry import REGISTRY, Args, Caller, Reply, operation
 
 

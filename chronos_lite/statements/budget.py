@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import render
+from .. import render
 
 CUT_MARK = "…"
 

@@ -12,14 +12,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors, events, timetravel
-from .db import Database
-from .errors import ChronosError
-from .merge.changes import base_row, view_row
+from .. import errors
+from ..errors import ChronosError
+from ..merge.changes import base_row, view_row
+from ..statements.sqltext import quote_ident
+from ..storage import events
+from ..storage.db import Database
+from ..storage.rows import format_id
+from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
+from . import timetravel
 from .restore import rewriting, write_back
-from .rows import format_id
-from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
-from .sqltext import quote_ident
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..statements.sqltext import quote_ident, quote_literal
 from .catalog import ROWID_COL, TableInfo
 from .shadow import (
     DEAD,
@@ -29,7 +30,6 @@ from .shadow import (
     overlay_table,
     world_history_table,
 )
-from .sqltext import quote_ident, quote_literal
 
 CTX = "temp._chronos_ctx"
 CTX_DDL = (

@@ -18,8 +18,8 @@ import json
 
 import apsw
 
+from ..statements.sqltext import comma_parts, name_tokens, quote_ident, quote_literal
 from .catalog import PREFIX, ROWID_COL, Column, TableInfo, table_info, user_tables
-from .sqltext import comma_parts, name_tokens, quote_ident, quote_literal
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
 # History seqs are per table and only grow: the pruner (with retention) keeps each table's

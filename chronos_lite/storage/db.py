@@ -18,12 +18,13 @@ from typing import Any
 
 import apsw
 
-from . import events, faults, guard, limits, shadow, timetravel, worldschema
+from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
+from ..history import timetravel
+from ..statements.sqltext import quote_ident
+from . import events, faults, guard, limits, shadow, worldschema
 from .catalog import TableInfo, table_info, user_tables
-from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from .faults import FILE_GONE, NOT_A_DATABASE
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
-from .sqltext import quote_ident
 from .worldsql import CTX, CTX_DDL, MODES, world_objects, world_trigger_names
 
 DB_FILE = "chronos.db"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import apsw
 
+from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from . import shadow
 from .db import DB_FILE
-from .errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 
 
 def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Path:

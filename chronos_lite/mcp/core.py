@@ -30,10 +30,10 @@ import apsw
 
 import chronos_lite
 
-from .. import prune
-from ..db import Database
 from ..errors import ChronosError
-from ..registry import REGISTRY, Caller, time_limit
+from ..history import prune
+from ..operations.registry import REGISTRY, Caller, time_limit
+from ..storage.db import Database
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
 MODERN_VERSIONS = ("2026-07-28",)

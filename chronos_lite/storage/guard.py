@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from ..errors import ChronosError
 from .catalog import PREFIX
-from .errors import ChronosError
 
 OK, DENY = apsw.SQLITE_OK, apsw.SQLITE_DENY
 

@@ -15,19 +15,12 @@ from dataclasses import dataclass
 
 import apsw
 
+from ..errors import ChronosError
+from ..storage.catalog import TableInfo
+from ..storage.db import Database, Session
+from ..storage.worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
 from . import sqltext
-from .catalog import TableInfo
-from .db import Database, Session
-from .errors import ChronosError
-from .sqltext import (
-    _skip_quoted,
-    comma_parts,
-    literal,
-    matching_paren,
-    name_tokens,
-    quote_ident,
-)
-from .worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
+from .sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
 
 
 @dataclass

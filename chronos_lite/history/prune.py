@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
+from ..storage.db import Database
+from ..storage.shadow import SEQ, TIME, history_table, world_history_table
 from . import timetravel
-from .db import Database
-from .shadow import SEQ, TIME, history_table, world_history_table
 
 BATCH = 2000
 EVERY = 3600.0  # seconds between automatic runs

@@ -17,13 +17,15 @@ from typing import Any
 import apsw
 import jsonschema
 
-from . import budget, faults, limits, rights
-from .errors import BAD_ARGUMENT, TOO_BIG, ChronosError
+from ..errors import BAD_ARGUMENT, TOO_BIG, ChronosError
+from ..statements import budget
+from ..storage import faults, limits
+from . import rights
 
 INTERNAL = "XX000"  # a bug in chronos
 
-_HERE = Path(__file__).resolve().parent
-SCHEMA_DIRS = (_HERE.parent / "schemas", _HERE / "schemas")
+_PACKAGE = Path(__file__).resolve().parents[1]  # chronos_lite/
+SCHEMA_DIRS = (_PACKAGE.parent / "schemas", _PACKAGE / "schemas")  # a checkout, a wheel
 
 
 @dataclass

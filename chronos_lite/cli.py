@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import chronos_lite
-from chronos_lite.errors import ChronosError
-from chronos_lite.registry import REGISTRY, Operation, describe
-from chronos_lite.shell import config
-from chronos_lite.shell.cancel import Canceller
-from chronos_lite.shell.session import Shell
+
+from .errors import ChronosError
+from .operations.registry import REGISTRY, Operation, describe
+from .shell import config
+from .shell.cancel import Canceller
+from .shell.session import Shell
 
 USAGE = """usage:
   chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
@@ -230,7 +231,7 @@ def _shell(folder: str, argv: list[str]) -> int:
     with chronos_lite.open(folder) as db:
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
         if script is None:
-            from chronos_lite.shell import repl  # prompt_toolkit only for the prompt
+            from .shell import repl  # prompt_toolkit only for the prompt
 
             return repl.run(shell, folder, config.history_path(), settings.startup)
         try:
@@ -296,7 +297,7 @@ def _mcp(argv: list[str]) -> int:
     )
     parser.add_argument("--max-result-chars", type=_count("--max-result-chars", 1000), metavar="N")
     ns = parser.parse_intermixed_args(argv)
-    from chronos_lite.serve import mcp  # the server's imports only when serving
+    from .mcp import core as mcp  # the server's imports only when serving
 
     return mcp.run(
         ns.folder,

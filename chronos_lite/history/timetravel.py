@@ -17,9 +17,9 @@ from datetime import datetime
 
 import apsw
 
-from .errors import BAD_ARGUMENT, ChronosError
-from .shadow import OP, SEQ, TIME, history_table
-from .sqltext import quote_ident, tokens
+from ..errors import BAD_ARGUMENT, ChronosError
+from ..statements.sqltext import quote_ident, tokens
+from ..storage.shadow import OP, SEQ, TIME, history_table
 
 UNITS = {
     "second": 1,

@@ -12,8 +12,8 @@ from typing import Any
 
 import apsw
 
+from ..errors import ChronosError
 from . import limits, locks
-from .errors import ChronosError
 
 DISK_FULL = "53100"
 OUT_OF_MEMORY = "53200"

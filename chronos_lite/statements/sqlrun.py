@@ -16,22 +16,14 @@ from typing import Any
 
 import apsw
 
-from . import (
-    budget,
-    errors,
-    events,
-    faults,
-    guard,
-    shadow,
-    sqltext,
-    timetravel,
-    worldschema,
-    worldsql,
-)
-from . import statements as chronos_sql
-from .db import Database, Session, World
-from .errors import ChronosError
-from .registry import REGISTRY, Caller
+from .. import errors
+from ..errors import ChronosError
+from ..history import timetravel
+from ..operations.registry import REGISTRY, Caller
+from ..storage import events, faults, guard, shadow, worldschema, worldsql
+from ..storage.db import Database, Session, World
+from . import budget, sqltext
+from . import chronos as chronos_sql
 from .worldstmt import adapt_insert
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import guard, sqltext
-from . import statements as statements_sql
-from .errors import REFUSED, ChronosError
+from ..errors import REFUSED, ChronosError
+from ..statements import chronos as statements_sql
+from ..statements import sqltext
+from ..storage import guard
 
 if TYPE_CHECKING:
     from .registry import Caller, Operation
@@ -96,7 +97,7 @@ def _check_sql(args: dict, caller: Caller) -> None:
 def _check_statement(stmt: str, words: list[str]) -> None:
     """Chronos statements that only read (SHOW WORLDS, DIFF, MERGE ... DRY RUN, SHOW HISTORY)
     run in safe mode; the rest change worlds, which the tools do on an agent's own branches."""
-    from .registry import REGISTRY  # the registry imports this module
+    from .registry import REGISTRY
 
     op, _args = statements_sql.parse(stmt)  # a malformed one: the error shows its form
     if op in REGISTRY and REGISTRY.get(op).read_only:

@@ -15,8 +15,8 @@ from typing import Any
 
 import apsw
 
+from ..history.timetravel import show_moment
 from .shadow import SEQ, TIME, history_table
-from .timetravel import show_moment
 
 APP = "app"  # who wrote main directly (through SQLite itself, not chronos)
 

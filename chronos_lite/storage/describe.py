@@ -11,10 +11,10 @@ import json
 import re
 from typing import Any
 
-from . import render
+from .. import render
+from ..statements.sqltext import at_most, quote_ident
 from .catalog import TableInfo
 from .db import Database, Session
-from .sqltext import at_most, quote_ident
 
 SAMPLE_ROWS = 1000  # rows read for examples and the values a column holds
 FEW = 5  # at most this many distinct values (in a larger sample) read as "one of"

@@ -16,14 +16,16 @@ from dataclasses import dataclass
 
 import apsw
 
-from . import errors, events, timetravel
-from .catalog import TableInfo
-from .db import Database, Session, World
-from .errors import ChronosError
-from .merge.changes import view_row
-from .rows import format_id, write_row
-from .shadow import SEQ, TIME, WORLD, history_table, world_history_table
-from .sqltext import quote_ident
+from .. import errors
+from ..errors import ChronosError
+from ..merge.changes import view_row
+from ..statements.sqltext import quote_ident
+from ..storage import events
+from ..storage.catalog import TableInfo
+from ..storage.db import Database, Session, World
+from ..storage.rows import format_id, write_row
+from ..storage.shadow import SEQ, TIME, WORLD, history_table, world_history_table
+from . import timetravel
 
 
 @dataclass

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from . import errors, shadow
+from .. import errors
+from ..errors import ChronosError
+from ..statements.sqltext import keywords, name_tokens, quote_ident
+from . import shadow
 from .catalog import PREFIX, Column, TableInfo, table_info
-from .errors import ChronosError
 from .shadow import SEQ, WORLD, history_table, overlay_table
-from .sqltext import keywords, name_tokens, quote_ident
 
 if TYPE_CHECKING:
     from .db import Database, Session, World

@@ -1,1 +1,0 @@
-"""Serving a database to agents: MCP over stdio (``chronos mcp``)."""
