@@ -74,9 +74,9 @@ def test_describe_shows_foreign_keys(server):
 
 def test_replies_with_a_lone_surrogate_are_still_json(server):
     reply = server.answer_line(b'{"jsonrpc":"2.0","id":1,"method":"\\ud800"}')
-    from chronos_lite.mcp.core import _encode
+    from chronos_lite.mcp.core import encode
 
-    line = _encode(reply)
+    line = encode(reply)
     assert json.loads(line)["error"]["code"] == -32601
 
 

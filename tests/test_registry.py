@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from chronos_lite import REGISTRY, ChronosError
-from chronos_lite.cli import parse_operation_args
+from chronos_lite.cliargs import parse_operation_args
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

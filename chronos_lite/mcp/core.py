@@ -1,32 +1,26 @@
-"""``chronos mcp <folder>``: the registry's operations as MCP tools, JSON-RPC 2.0 over stdio.
+"""The MCP server's JSON-RPC core: the registry's operations as MCP tools, for one database and
+one caller, a message at a time (the transports, ``stdio`` and later HTTP, carry the messages).
 
-One message per line, answered in order; stdout carries only protocol messages. Three protocol
-revisions are served: 2025-06-18 and 2025-11-25 through ``initialize``, and the stateless
-2026-07-28, where each request names its version in ``params._meta`` (``server/discover`` first).
-
-A reader thread keeps reading stdin while a call runs, so ``notifications/cancelled`` stops the
-call it names at once (it rolls back, and gets no reply, as the spec asks); a request cancelled
-before it started is skipped. Every call is bounded: a time limit (``--max-query-ms``, 30 s by
+Three protocol revisions are served: 2025-06-18 and 2025-11-25 through ``initialize``, and the
+stateless 2026-07-28, where each request names its version in ``params._meta``
+(``server/discover`` first). Every call is bounded: a time limit (``--max-query-ms``, 30 s by
 default in safe mode), a result budget in rows and characters, and SQLite's heap for the whole
-process (``--max-memory-mb``).
+process (``--max-memory-mb``); a cancel stops the call it names.
 
-The loop is written here rather than on the ``mcp`` SDK's server: the failure modes the spec asks
-for (a line that isn't JSON, a batch, an 8 MB line read past without holding it) and the latency
-target (a warm call well under a millisecond) need a plain line loop, and it is short.
+Written here rather than on the ``mcp`` SDK's server: the failure modes the spec asks for (a
+line that isn't JSON, a batch, an 8 MB line read past without holding it) and the latency target
+(a warm call well under a millisecond) need a plain loop, and it is short.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import queue
 import sys
 import threading
 import time
 import traceback
-from typing import Any, BinaryIO
-
-import apsw
+from typing import Any
 
 import chronos_lite
 
@@ -105,6 +99,12 @@ class Server:
         self._cancelled: dict[Any, float] = {}  # request ids cancelled (when), not yet answered
         self._answered: dict[Any, None] = {}  # the last ids answered (a late cancel is ignored)
 
+    def between_messages(self) -> None:
+        """After each message: a long session prunes expired history too (at most hourly)."""
+        if time.monotonic() - self._pruned > prune.EVERY:
+            self._pruned = time.monotonic()
+            prune.prune_if_due(self.db)
+
     # --- one message --------------------------------------------------------------------------
 
     def answer_line(self, line: bytes) -> dict | None:
@@ -112,20 +112,20 @@ class Server:
         try:
             message = json.loads(line, parse_constant=_not_json)
         except (ValueError, UnicodeDecodeError) as exc:
-            return _error(None, PARSE_ERROR, f"Parse error: the line isn't JSON ({exc})")
+            return rpc_error(None, PARSE_ERROR, f"Parse error: the line isn't JSON ({exc})")
         except RecursionError:
-            return _error(None, PARSE_ERROR, "Parse error: the message is nested too deeply")
+            return rpc_error(None, PARSE_ERROR, "Parse error: the message is nested too deeply")
         return self.answer(message)
 
     def answer(self, message: Any) -> dict | None:
         if isinstance(message, list):
-            return _error(
+            return rpc_error(
                 None,
                 INVALID_REQUEST,
                 "Invalid request: batches aren't served; send one JSON-RPC message per line",
             )
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error(
+            return rpc_error(
                 _readable_id(message),
                 INVALID_REQUEST,
                 'Invalid request: send one JSON object with "jsonrpc": "2.0" per line',
@@ -137,14 +137,14 @@ class Server:
         if not notification and self._cancelled and self._was_cancelled(ident):
             return None  # cancelled before it ran: no reply (the client stopped waiting)
         if not notification and (isinstance(ident, bool) or not isinstance(ident, str | int)):
-            return _error(
+            return rpc_error(
                 None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"
             )
         method = message["method"]
         if notification:
             return None  # notifications/initialized, cancelled, ...: no reply
         if not isinstance(method, str):
-            return _error(ident, INVALID_REQUEST, "Invalid request: method must be a string")
+            return rpc_error(ident, INVALID_REQUEST, "Invalid request: method must be a string")
         params = message.get("params", {})
         if params is None:
             params = {}
@@ -156,10 +156,10 @@ class Server:
                 raise ProtocolError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = self._dispatch(method, params)
         except ProtocolError as exc:
-            return _error(ident, exc.code, exc.message, exc.data)
+            return rpc_error(ident, exc.code, exc.message, exc.data)
         except Exception as exc:  # a bug outside an operation: say so, serve on
             traceback.print_exc(file=sys.stderr)
-            return _error(ident, INTERNAL, f"Internal error: {type(exc).__name__}: {exc}")
+            return rpc_error(ident, INTERNAL, f"Internal error: {type(exc).__name__}: {exc}")
         finally:
             self.db.bounds.end(began)
             with self._lock:
@@ -319,70 +319,13 @@ class Server:
 
     # --- the loop -----------------------------------------------------------------------------
 
-    def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
-        """Read messages until stdin ends; answer each on stdout, in order."""
-        lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        reader = threading.Thread(target=self._read, args=(stdin, lines), daemon=True)
-        reader.start()
-        while True:
-            line = lines.get()
-            if line is None:
-                return
-            if line is TOO_LONG:
-                reply = _error(
-                    None,
-                    INVALID_REQUEST,
-                    f"Invalid request: a message may be at "
-                    f"most {MAX_MESSAGE // (1024 * 1024)} MB; this one is longer",
-                )
-            else:
-                reply = self.answer_line(line)
-            if reply is not None:
-                stdout.write(_encode(reply))
-                stdout.flush()
-            if time.monotonic() - self._pruned > prune.EVERY:  # a long session prunes too
-                self._pruned = time.monotonic()
-                prune.prune_if_due(self.db)
-
-    def _read(self, stdin: BinaryIO, lines: queue.SimpleQueue) -> None:
-        """The reader thread: lines to the loop; a cancel acted on as soon as it is read."""
-        try:
-            while True:
-                line = stdin.readline(MAX_MESSAGE + 1)
-                if not line:
-                    break
-                if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
-                    _skip_rest_of_line(stdin)
-                    lines.put(TOO_LONG)
-                elif line.strip():
-                    if CANCELLED.encode() in line:
-                        self._cancel_from(line)
-                    lines.put(line)
-        except (OSError, ValueError):
-            pass  # stdin closed under us: the loop ends as at end of input
-        finally:
-            lines.put(None)
-
-    def _cancel_from(self, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return
-        if isinstance(message, dict) and message.get("method") == CANCELLED:
-            params = message.get("params")
-            if isinstance(params, dict) and "requestId" in params:
-                self.cancel(params["requestId"])
-
-
-TOO_LONG = b"<a line over the limit>"  # (the reader's mark, compared by identity)
-
 
 def _key(ident: Any) -> tuple[str, Any]:
     """A request id as a key: 1 and "1" are different ids."""
     return (type(ident).__name__, ident)
 
 
-def _encode(reply: dict) -> bytes:
+def encode(reply: dict) -> bytes:
     try:
         text = json.dumps(
             reply, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str
@@ -415,14 +358,6 @@ def _readable_id(message: Any) -> Any:
     return ident if isinstance(ident, str | int) and not isinstance(ident, bool) else None
 
 
-def _skip_rest_of_line(stdin: BinaryIO) -> None:
-    """Read past the rest of an over-long line, a block at a time, keeping none of it."""
-    while True:
-        block = stdin.readline(1024 * 1024)
-        if not block or block.endswith(b"\n"):
-            return
-
-
 def _tool(op) -> dict:
     return {
         "name": op.name,
@@ -433,7 +368,7 @@ def _tool(op) -> dict:
     }
 
 
-def _error(ident: Any, code: int, message: str, data: Any = None) -> dict:
+def rpc_error(ident: Any, code: int, message: str, data: Any = None) -> dict:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -449,41 +384,3 @@ def _tool_error(message: str, code: str, data: Any = None) -> dict:
         "structuredContent": structured,
         "isError": True,
     }
-
-
-def run(
-    folder: str,
-    allow_merge: bool,
-    agent: str | None,
-    branch: str | None,
-    max_query_ms: int | None = None,
-    max_memory_mb: int = MAX_MEMORY_MB,
-    max_result_chars: int = MAX_RESULT_CHARS,
-) -> int:
-    """Start serving (the ``chronos mcp`` command); refusals before serving raise ChronosError.
-    ``max_query_ms``: each call's time limit (None: safe mode's 30 s, none for the owner; 0:
-    none); ``max_memory_mb``: SQLite's heap for the process; ``max_result_chars``: a result's
-    budget."""
-    if agent is not None:
-        raise ChronosError(
-            f"--agent {agent}: agents (their rights, quotas and own worlds) aren't in this "
-            f"version yet; run in safe mode (the default) or with --allow-merge"
-        )
-    apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
-    db = chronos_lite.open(folder)
-    try:
-        if branch not in (None, "main"):
-            db.world(branch)  # the branch must exist
-        caller = Caller(
-            name="owner" if allow_merge else "mcp",
-            mode="owner" if allow_merge else "safe",
-            max_rows=MAX_ROWS,
-            max_chars=max_result_chars,
-            max_query_ms=max_query_ms,
-        )
-        out = sys.stdout.buffer
-        sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs
-        Server(db, caller, str(folder)).serve(sys.stdin.buffer, out)
-    finally:
-        db.close()
-    return 0

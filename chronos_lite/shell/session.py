@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import apsw
 
+from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
 from ..statements import chronos as chronos_sql
@@ -279,8 +280,6 @@ class Shell:
 
     def operation(self, op: Operation, rest: str, word: str) -> None:
         """``\\<operation> arguments``: the CLI's arguments, the MCP tool's text."""
-        from ..cli import parse_operation_args
-
         try:
             argv = shlex.split(rest)
         except ValueError as exc:
@@ -306,8 +305,6 @@ class Shell:
 
     def _help(self, rest: str) -> None:
         if rest:
-            from ..cli import op_parser
-
             word = rest.lstrip("\\")
             name = ALIASES.get(word, word.replace("-", "_"))
             if word in BUILTINS:

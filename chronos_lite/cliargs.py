@@ -1,0 +1,183 @@
+"""The ``chronos`` command's arguments, generated from the operations' schemas.
+
+Every registry operation is a subcommand, named as the operation with ``_`` written ``-``. Its
+required parameters are positional arguments in the schema's order; every parameter is also an
+option (``--only-tables``), options go before or after the positionals, and ``-b/--branch``
+works wherever a branch is read. Object and array values are given as JSON. The shell's
+``\\operation`` commands parse the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from .errors import ChronosError
+from .operations.registry import REGISTRY, Operation, describe
+
+USAGE = """usage:
+  chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
+  chronos <folder> [-b BRANCH]            the interactive shell (psql-like; \\? for help)
+  chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--json | --csv]
+                                          run statements and exit (non-zero on the first error)
+  chronos mcp <folder> [--allow-merge] [-b BRANCH]
+                                          serve the database to an agent over MCP (stdio);
+                                          safe mode unless --allow-merge
+  chronos <folder> <operation> [arguments] [--options]
+  chronos <folder> help [operation]       the operations, or one operation's arguments
+
+options for every operation:
+  -b, --branch NAME   the branch to work on (default main)
+  --json              print the result as JSON data instead of text
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ChronosError(f"{message}\n{self.format_usage().strip()}")
+
+
+def cli_name(op: str) -> str:
+    return op.replace("_", "-")
+
+
+def op_name(word: str) -> str:
+    return word.replace("-", "_")
+
+
+def _parse_value(spec: dict, text: str, name: str) -> Any:
+    kind = spec.get("type")
+    if kind in ("object", "array"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            if kind == "array" and spec.get("items", {}).get("type") == "string":
+                return [part.strip() for part in text.split(",") if part.strip()]
+            raise ChronosError(
+                f"'{name}' must be {describe(spec)} written as JSON, not {text}"
+            ) from None
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ChronosError(f"'{name}' must be an integer, not {text}") from None
+    if kind == "boolean":
+        lowered = text.lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ChronosError(f"'{name}' must be true or false, not {text}")
+    return text
+
+
+def _positionals(op: Operation) -> list[str]:
+    """Required parameters, in the schema's order; then any the schema names as positional
+    for the command line (``x-cli-positional``: ``config retention '7 days'``)."""
+    extra = [n for n in op.schema.get("x-cli-positional", []) if n not in op.required]
+    return op.required + extra
+
+
+def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.ArgumentParser:
+    """The operation's command line (``prog``: what comes before its name; the shell's \\)."""
+    parser = Parser(prog=f"{prog}{cli_name(op.name)}", description=op.description, add_help=False)
+    for name in _positionals(op):
+        # Optional here so a missing one is reported by the registry, as on every front end.
+        parser.add_argument(
+            name, metavar=name.upper(), nargs="?", default=None, help=describe(op.properties[name])
+        )
+    for name, spec in op.properties.items():
+        flags = [f"--{cli_name(name)}"]
+        if name == "branch":
+            flags.insert(0, "-b")
+        dest = f"opt_{name}"
+        if spec.get("type") == "boolean":
+            parser.add_argument(
+                *flags,
+                dest=dest,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=spec.get("description"),
+            )
+        else:
+            parser.add_argument(
+                *flags, dest=dest, default=None, metavar="VALUE", help=spec.get("description")
+            )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def parse_operation_args(
+    op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
+) -> tuple[dict[str, Any], bool]:
+    """The operation's arguments from a command line, and whether --json was asked for."""
+    ns = op_parser(op, prog).parse_intermixed_args(list(argv))
+    args: dict[str, Any] = {}
+    for name, spec in op.properties.items():
+        option = getattr(ns, f"opt_{name}")
+        positional = getattr(ns, name, None) if name in _positionals(op) else None
+        if option is not None and positional is not None:
+            raise ChronosError(f"'{name}' given twice: as an argument and as --{cli_name(name)}")
+        text = option if option is not None else positional
+        if isinstance(text, bool):
+            args[name] = text
+        elif text is not None:
+            if name == "sql" and text == "-":
+                text = sys.stdin.read()
+            args[name] = _parse_value(spec, text, name)
+    return args, ns.json
+
+
+def help_text(folder: str, words: list[str]) -> str:
+    if words and words[0] == "mcp":
+        return MCP_HELP.rstrip()
+    if words:
+        op = REGISTRY.get(op_name(words[0]))
+        return op_parser(op).format_help()
+    lines = [USAGE, "operations:"]
+    for op in REGISTRY:
+        lines.append(f"  {cli_name(op.name):<16}{op.title}")
+    return "\n".join(lines)
+
+
+MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [-b BRANCH] [--max-query-ms MS]
+                    [--max-memory-mb MB] [--max-result-chars N]
+
+Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio, one message per
+line (protocol 2025-06-18 and 2025-11-25 through initialize, 2026-07-28 stateless). Give the
+folder as an absolute path: the client picks the working directory.
+
+  (default)               safe mode: the agent reads every branch and forks; it writes only
+                          on the branches it forked in this session; merge isn't listed (a
+                          person merges with `chronos <folder> merge <branch>`)
+  --allow-merge           the database's own user: every tool, merge included
+  --agent NAME            not in this version (refused)
+  -b BRANCH               the branch must exist (tools name their own branch; default main)
+  --max-query-ms MS       each call's time limit (default 30000 in safe mode, none with
+                          --allow-merge; 0: none); a call past it is rolled back
+  --max-memory-mb MB      SQLite's memory for the server (default 256); a call that needs
+                          more fails, the server goes on
+  --max-result-chars N    characters a result may take (default 24000); a longer one is cut
+                          and says how to page on
+
+Claude Code:  claude mcp add chronos -- chronos mcp /abs/path/to/folder
+See docs/mcp.md.
+"""
+
+
+def count(flag: str, least: int = 0) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``, or a clear error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < least:
+            raise ChronosError(f"{flag} takes a whole number of at least {least}, not {text!r}")
+        return value
+
+    return parse

@@ -1,0 +1,136 @@
+"""``chronos mcp <folder>``: the MCP server over stdio, one JSON-RPC message per line.
+
+A reader thread keeps reading stdin while a call runs, so ``notifications/cancelled`` stops the
+call it names at once (it rolls back, and gets no reply, as the spec asks); a request cancelled
+before it started is skipped. Replies go out in order on stdout, which carries protocol messages
+only. A line over the limit (8 MB) is read past without being held, and answered with an error.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+from typing import BinaryIO
+
+import apsw
+
+import chronos_lite
+
+from ..errors import ChronosError
+from ..operations.registry import Caller
+from .core import (
+    CANCELLED,
+    INVALID_REQUEST,
+    MAX_MEMORY_MB,
+    MAX_MESSAGE,
+    MAX_RESULT_CHARS,
+    MAX_ROWS,
+    Server,
+    encode,
+    rpc_error,
+)
+
+TOO_LONG = b"<a line over the limit>"  # (the reader's mark, compared by identity)
+
+
+def serve(server: Server, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Read messages until stdin ends; answer each on stdout, in order."""
+    lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    reader = threading.Thread(target=_read, args=(server, stdin, lines), daemon=True)
+    reader.start()
+    while True:
+        line = lines.get()
+        if line is None:
+            return
+        if line is TOO_LONG:
+            reply = rpc_error(
+                None,
+                INVALID_REQUEST,
+                f"Invalid request: a message may be at "
+                f"most {MAX_MESSAGE // (1024 * 1024)} MB; this one is longer",
+            )
+        else:
+            reply = server.answer_line(line)
+        if reply is not None:
+            stdout.write(encode(reply))
+            stdout.flush()
+        server.between_messages()
+
+
+def _read(server: Server, stdin: BinaryIO, lines: queue.SimpleQueue) -> None:
+    """The reader thread: lines to the loop; a cancel acted on as soon as it is read."""
+    try:
+        while True:
+            line = stdin.readline(MAX_MESSAGE + 1)
+            if not line:
+                break
+            if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
+                _skip_rest_of_line(stdin)
+                lines.put(TOO_LONG)
+            elif line.strip():
+                if CANCELLED.encode() in line:
+                    _cancel_from(server, line)
+                lines.put(line)
+    except (OSError, ValueError):
+        pass  # stdin closed under us: the loop ends as at end of input
+    finally:
+        lines.put(None)
+
+
+def _cancel_from(server: Server, line: bytes) -> None:
+    try:
+        message = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return
+    if isinstance(message, dict) and message.get("method") == CANCELLED:
+        params = message.get("params")
+        if isinstance(params, dict) and "requestId" in params:
+            server.cancel(params["requestId"])
+
+
+def _skip_rest_of_line(stdin: BinaryIO) -> None:
+    """Read past the rest of an over-long line, a block at a time, keeping none of it."""
+    while True:
+        block = stdin.readline(1024 * 1024)
+        if not block or block.endswith(b"\n"):
+            return
+
+
+def run(
+    folder: str,
+    allow_merge: bool,
+    agent: str | None,
+    branch: str | None,
+    max_query_ms: int | None = None,
+    max_memory_mb: int = MAX_MEMORY_MB,
+    max_result_chars: int = MAX_RESULT_CHARS,
+) -> int:
+    """Start serving (the ``chronos mcp`` command); refusals before serving raise ChronosError.
+    ``max_query_ms``: each call's time limit (None: safe mode's 30 s, none for the owner; 0:
+    none); ``max_memory_mb``: SQLite's heap for the process; ``max_result_chars``: a result's
+    budget."""
+    if agent is not None:
+        raise ChronosError(
+            f"--agent {agent}: agents (their rights, quotas and own worlds) aren't in this "
+            f"version yet; run in safe mode (the default) or with --allow-merge"
+        )
+    apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
+    db = chronos_lite.open(folder)
+    try:
+        if branch not in (None, "main"):
+            db.world(branch)  # the branch must exist
+        caller = Caller(
+            name="owner" if allow_merge else "mcp",
+            mode="owner" if allow_merge else "safe",
+            max_rows=MAX_ROWS,
+            max_chars=max_result_chars,
+            max_query_ms=max_query_ms,
+        )
+        out = sys.stdout.buffer
+        sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs
+        serve(Server(db, caller, str(folder)), sys.stdin.buffer, out)
+    finally:
+        db.close()
+    return 0
