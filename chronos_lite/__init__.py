@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from . import operations  # noqa: F401 - registers the operations
 from .api import Chronos, init, open
 from .errors import ChronosError
-from .operations import handlers as _operations  # noqa: F401 - registers the operations
 from .operations.registry import REGISTRY, Caller, Reply
 
 __version__ = "0.1.0"

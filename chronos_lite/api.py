@@ -20,6 +20,7 @@ from .merge import apply as merge_apply
 from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
 from .operations.registry import REGISTRY, Caller, Reply
+from .operations.sql import run_sql
 from .statements import sqlrun
 from .storage import rows
 from .storage.db import Database, World
@@ -38,7 +39,8 @@ class Chronos(Database):
 
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
         """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
-        return sqlrun.run(self, branch, sql, list(params))
+        caller = Caller(name=self.caller_name, run=self.caller_run)
+        return run_sql(self, branch, sql, list(params), caller)
 
     def query(self, sql: str, *params: Any, branch: str = "main") -> list[dict[str, Any]]:
         """The rows of the last statement's result, as dicts."""

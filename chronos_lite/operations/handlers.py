@@ -16,16 +16,9 @@ from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import preview as merge_preview
 from ..merge import rebase as merge_rebase
-from ..statements import budget, sqlrun
 from ..storage import describe, events, rows
 from ..storage.db import Database
-from . import rights
-from .registry import REGISTRY, Args, Caller, Reply, operation
-
-
-def _short(sql: str) -> str:
-    """A statement as named in data: its start (the caller has the rest)."""
-    return sql if len(sql) <= 200 else sql[:197] + "..."
+from .registry import REGISTRY, Caller, Reply, operation
 
 
 def _branch(args: dict[str, Any]) -> str:
@@ -43,59 +36,6 @@ def _branch(args: dict[str, Any]) -> str:
 def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     text, data = describe.describe(db, _branch(args), args.get("table"))
     return Reply(text, data)
-
-
-@operation(
-    "sql",
-    "Run SQL",
-    "Runs SQL on a branch, as its own session: one or more statements, $1, $2, ... bound from "
-    "params. Statements without BEGIN run as one transaction (a failure rolls back the whole "
-    "call); BEGIN ... COMMIT must both be in the call. Returns each result as a psql-style "
-    "table, or a statement's tag (UPDATE 1). Select only the rows and columns you need (use "
-    "LIMIT; read long values in parts with substr()): over MCP a result holds at most 1000 "
-    "rows and 24,000 characters, and says how to page on; a call may run 30 s (safe mode). "
-    "Chronos' statements run "
-    "their operation, one per call: SHOW WORLDS, DIFF [branch] [TO other] [AS SQL], MERGE "
-    "WORLD name DRY RUN, SHOW HISTORY [branch], FORK WORLD name, ...; and SELECT ... FROM t AS "
-    "OF '<moment>' reads a table as it was.",
-    destructive=True,
-)
-def sql_op(db: Database, args: Args, caller: Caller) -> Reply:
-    branch = _branch(args)
-    access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't branch="main")
-    outcome = sqlrun.run(db, branch, args["sql"], args.get("params"), caller, access)
-    parts, data = [], []
-    for result in outcome.results:
-        if result.columns is not None:
-            text = render.table(result.columns, result.rows)
-            if result.more:  # cut for a client with a result size limit
-                read = result.read or budget.Read()
-                text += "\n" + budget.note(read, caller.budget, result.columns)
-            parts.append(text)
-            data.append(
-                {
-                    "statement": _short(result.sql),
-                    "columns": result.columns,
-                    "rows": [[render.json_value(v) for v in row] for row in result.rows],
-                    "more": result.more,
-                }
-            )
-            if result.read is not None and result.read.cut:  # values only begun
-                data[-1]["cut"] = [result.columns[i] for i in result.read.cut]
-        else:
-            parts.append(result.tag)
-            data.append({"statement": _short(result.sql), "tag": result.tag})
-        if result.report is not None:  # a chronos statement: its operation's data too
-            data[-1]["data"] = result.report
-    if outcome.rolled_back_open:
-        parts.append(
-            "ROLLBACK: the call ended with its transaction still open, so it was rolled back; "
-            "put COMMIT in the same call"
-        )
-    return Reply(
-        "\n".join(parts),
-        {"branch": outcome.branch, "results": data, "rolled_back": outcome.rolled_back_open},
-    )
 
 
 @operation(

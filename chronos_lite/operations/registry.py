@@ -228,6 +228,10 @@ class Registry:
                 f"unknown operation '{name}'; operations: {', '.join(self._ops)}"
             ) from None
 
+    def reads_only(self, name: str) -> bool:
+        """Whether the operation of that name only reads (False for no such operation)."""
+        return name in self._ops and self._ops[name].read_only
+
     def listed(self, caller: Caller) -> list[Operation]:
         """The operations a caller may use (what MCP's tools/list shows)."""
         return [op for op in self if rights.listed(op, caller)]
@@ -245,7 +249,8 @@ class Registry:
         began = db.bounds.begin(time_limit(caller))
         try:
             db.check_file()
-            rights.check(db, op, args or {}, caller)  # as given: no branch isn't branch="main"
+            # (the arguments as given: no branch isn't branch="main")
+            rights.check(db, op, args or {}, caller, self.reads_only)
             reply = op.handler(db, valid, caller)
             if not op.read_only:
                 db.check_file()  # a write acknowledged is in the file that is there

@@ -9,15 +9,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
 from ..statements import sqltext
 from ..storage import guard
 
-if TYPE_CHECKING:
-    from .registry import Caller, Operation
+
+class Operation(Protocol):
+    """What the rights read of an operation (the registry's ``Operation``)."""
+
+    name: str
+    mcp: bool
+
+
+class Caller(Protocol):
+    """What the rights read of a caller (the registry's ``Caller``)."""
+
+    mode: str
+    own_worlds: set[str]
+
+    def own_world_names(self, db: Any) -> list[str]: ...
+
 
 # Operations a person runs: not listed in safe mode, refused if called.
 PERSON_ONLY = {"merge", "restore", "undo_merge"}
@@ -29,8 +43,11 @@ def listed(op: Operation, caller: Caller) -> bool:
     return op.mcp and (caller.mode != "safe" or op.name not in PERSON_ONLY)
 
 
-def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
-    """Refuse a call the caller may not make (nothing has run yet)."""
+def check(
+    db: Any, op: Operation, args: dict, caller: Caller, reads_only: Callable[[str], bool]
+) -> None:
+    """Refuse a call the caller may not make (nothing has run yet). ``reads_only``: whether
+    the registry's operation of that name only reads (what a chronos statement runs)."""
     if caller.mode != "safe":
         return
     if op.name in PERSON_ONLY:
@@ -44,7 +61,7 @@ def check(db: Any, op: Operation, args: dict, caller: Caller) -> None:
             REFUSED,
         )
     if op.name == "sql":
-        _check_sql(args, caller)
+        _check_sql(args, reads_only)
     elif op.name in WRITES_BRANCH:
         _need_own(db, args.get("branch"), caller)
         if op.name == "discard" and args.get("cascade"):
@@ -86,21 +103,19 @@ def _refusal(db: Any, branch: str | None, caller: Caller, denial: guard.Denial) 
     return _not_own(db, branch, caller)
 
 
-def _check_sql(args: dict, caller: Caller) -> None:
+def _check_sql(args: dict, reads_only: Callable[[str], bool]) -> None:
     """Chronos' statements are refused or let through here (what SQLite runs, the guard
     checks as it prepares it)."""
     for stmt in sqltext.split_statements(args.get("sql", "")):
         if statements_sql.is_chronos(stmt):
-            _check_statement(stmt, sqltext.keywords(stmt, 2) or [""])
+            _check_statement(stmt, sqltext.keywords(stmt, 2) or [""], reads_only)
 
 
-def _check_statement(stmt: str, words: list[str]) -> None:
+def _check_statement(stmt: str, words: list[str], reads_only: Callable[[str], bool]) -> None:
     """Chronos statements that only read (SHOW WORLDS, DIFF, MERGE ... DRY RUN, SHOW HISTORY)
     run in safe mode; the rest change worlds, which the tools do on an agent's own branches."""
-    from .registry import REGISTRY
-
     op, _args = statements_sql.parse(stmt)  # a malformed one: the error shows its form
-    if op in REGISTRY and REGISTRY.get(op).read_only:
+    if reads_only(op):
         return
     raise ChronosError(
         f"safe mode: agents can't fork, merge, restore, drop or switch worlds in SQL "

@@ -19,11 +19,9 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..history import timetravel
-from ..operations.registry import REGISTRY, Caller
 from ..storage import events, faults, guard, shadow, worldschema, worldsql
 from ..storage.db import Database, Session, World
 from . import budget, sqltext
-from . import chronos as chronos_sql
 from .worldstmt import adapt_insert
 
 
@@ -64,18 +62,15 @@ def run(
     branch: str | None,
     sql: str,
     params: list[Any] | None = None,
-    caller: Caller | None = None,
+    limits: budget.Budget = budget.UNBOUNDED,
     access: Callable[[World | None], guard.Access] | None = None,
 ) -> SqlOutcome:
-    """Run a call's statements. ``caller``: who runs a chronos statement among them, and the
-    budget of each result (its row cap and characters); ``access``: what the statements may
-    touch on the session's world (the rights decide it; None: everything)."""
+    """Run a call's SQL statements (chronos' own statements are the operations layer's).
+    ``limits``: the budget of each result (its row cap and characters); ``access``: what the
+    statements may touch on the session's world (the rights decide it; None: everything)."""
     statements = sqltext.split_statements(sql)
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
-    if any(chronos_sql.is_chronos(s) for s in statements):
-        return _chronos_statement(db, branch, statements, caller)
-    limits = caller.budget if caller is not None else budget.UNBOUNDED
     session = db.session(branch)
     if session.past:  # a branch as it was: read only, whoever asks
         allowed = guard.Access(False, False, lambda _d: _past_refusal(session))
@@ -99,35 +94,6 @@ def _past_refusal(session: Session) -> ChronosError:
         f"(SELECT); write on the branch itself",
         errors.REFUSED,
     )
-
-
-def _chronos_statement(
-    db: Database, branch: str | None, statements: list[str], caller: Caller | None
-) -> SqlOutcome:
-    """FORK WORLD, SHOW HISTORY, ...: the registry's operation, as a statement's result."""
-    if len(statements) > 1:
-        first = next(s for s in statements if chronos_sql.is_chronos(s))
-        raise ChronosError(
-            f"{chronos_sql.lead(first)} runs its own transaction: send it in a call of its own",
-            errors.BAD_ARGUMENT,
-        )
-    stmt = statements[0]
-    op, args = chronos_sql.parse(stmt, branch)
-    if op == chronos_sql.USE:
-        raise ChronosError(
-            "USE WORLD switches the shell's branch; elsewhere name the branch with the call "
-            f'(branch="{args["branch"]}", or -b {args["branch"]} on the command line)',
-            errors.BAD_ARGUMENT,
-        )
-    caller = caller or Caller(name=db.caller_name, run=db.caller_run)
-    reply = REGISTRY.call(db, op, args, caller)
-    result = (
-        StatementResult(stmt, reply.table[0], [tuple(r) for r in reply.table[1]])
-        if reply.table
-        else StatementResult(stmt, tag=reply.text)
-    )
-    result.report = reply.data
-    return SqlOutcome(branch or "main", [result])
 
 
 @dataclass

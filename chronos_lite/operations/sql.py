@@ -1,0 +1,119 @@
+"""The sql operation: a call's SQL runs on its branch through the executor, under the caller's
+rights and result budget; chronos' own statements (FORK WORLD, SHOW HISTORY, ...) run their
+registry operation, so they are checked and rendered as the tool of the same name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import render
+from ..errors import BAD_ARGUMENT, ChronosError
+from ..statements import budget, sqlrun, sqltext
+from ..statements import chronos as chronos_sql
+from ..storage import guard
+from ..storage.db import Database, World
+from . import rights
+from .registry import REGISTRY, Args, Caller, Reply, operation
+
+
+def run_sql(
+    db: Database,
+    branch: str | None,
+    sql: str,
+    params: list[Any] | None,
+    caller: Caller,
+    access: Callable[[World | None], guard.Access] | None = None,
+) -> sqlrun.SqlOutcome:
+    """One sql call for ``caller``: a chronos statement through the registry, else the
+    executor (``access``: what the statements may touch, from the rights)."""
+    statements = sqltext.split_statements(sql)
+    if any(chronos_sql.is_chronos(s) for s in statements):
+        return _chronos_statement(db, branch, statements, caller)
+    return sqlrun.run(db, branch, sql, params, caller.budget, access)
+
+
+def _chronos_statement(
+    db: Database, branch: str | None, statements: list[str], caller: Caller
+) -> sqlrun.SqlOutcome:
+    """FORK WORLD, SHOW HISTORY, ...: the registry's operation, as a statement's result."""
+    if len(statements) > 1:
+        first = next(s for s in statements if chronos_sql.is_chronos(s))
+        raise ChronosError(
+            f"{chronos_sql.lead(first)} runs its own transaction: send it in a call of its own",
+            BAD_ARGUMENT,
+        )
+    stmt = statements[0]
+    op, args = chronos_sql.parse(stmt, branch)
+    if op == chronos_sql.USE:
+        raise ChronosError(
+            "USE WORLD switches the shell's branch; elsewhere name the branch with the call "
+            f'(branch="{args["branch"]}", or -b {args["branch"]} on the command line)',
+            BAD_ARGUMENT,
+        )
+    reply = REGISTRY.call(db, op, args, caller)  # (its own checks: rights, bounds)
+    result = (
+        sqlrun.StatementResult(stmt, reply.table[0], [tuple(r) for r in reply.table[1]])
+        if reply.table
+        else sqlrun.StatementResult(stmt, tag=reply.text)
+    )
+    result.report = reply.data
+    return sqlrun.SqlOutcome(branch or "main", [result])
+
+
+def _short(sql: str) -> str:
+    """A statement as named in data: its start (the caller has the rest)."""
+    return sql if len(sql) <= 200 else sql[:197] + "..."
+
+
+@operation(
+    "sql",
+    "Run SQL",
+    "Runs SQL on a branch, as its own session: one or more statements, $1, $2, ... bound from "
+    "params. Statements without BEGIN run as one transaction (a failure rolls back the whole "
+    "call); BEGIN ... COMMIT must both be in the call. Returns each result as a psql-style "
+    "table, or a statement's tag (UPDATE 1). Select only the rows and columns you need (use "
+    "LIMIT; read long values in parts with substr()): over MCP a result holds at most 1000 "
+    "rows and 24,000 characters, and says how to page on; a call may run 30 s (safe mode). "
+    "Chronos' statements run "
+    "their operation, one per call: SHOW WORLDS, DIFF [branch] [TO other] [AS SQL], MERGE "
+    "WORLD name DRY RUN, SHOW HISTORY [branch], FORK WORLD name, ...; and SELECT ... FROM t AS "
+    "OF '<moment>' reads a table as it was.",
+    destructive=True,
+)
+def sql_op(db: Database, args: Args, caller: Caller) -> Reply:
+    branch = args.get("branch") or "main"
+    access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't branch="main")
+    outcome = run_sql(db, branch, args["sql"], args.get("params"), caller, access)
+    parts, data = [], []
+    for result in outcome.results:
+        if result.columns is not None:
+            text = render.table(result.columns, result.rows)
+            if result.more:  # cut for a client with a result size limit
+                read = result.read or budget.Read()
+                text += "\n" + budget.note(read, caller.budget, result.columns)
+            parts.append(text)
+            data.append(
+                {
+                    "statement": _short(result.sql),
+                    "columns": result.columns,
+                    "rows": [[render.json_value(v) for v in row] for row in result.rows],
+                    "more": result.more,
+                }
+            )
+            if result.read is not None and result.read.cut:  # values only begun
+                data[-1]["cut"] = [result.columns[i] for i in result.read.cut]
+        else:
+            parts.append(result.tag)
+            data.append({"statement": _short(result.sql), "tag": result.tag})
+        if result.report is not None:  # a chronos statement: its operation's data too
+            data[-1]["data"] = result.report
+    if outcome.rolled_back_open:
+        parts.append(
+            "ROLLBACK: the call ended with its transaction still open, so it was rolled back; "
+            "put COMMIT in the same call"
+        )
+    return Reply(
+        "\n".join(parts),
+        {"branch": outcome.branch, "results": data, "rolled_back": outcome.rolled_back_open},
+    )
