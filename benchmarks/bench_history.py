@@ -64,8 +64,8 @@ from bench_worlds import (  # noqa: E402  (a sibling script)
 )
 
 import chronos_lite  # noqa: E402
-from chronos_lite.history import prune, timetravel  # noqa: E402
-from chronos_lite.storage import shadow, worldsql  # noqa: E402
+from chronos_lite.history import prune  # noqa: E402
+from chronos_lite.storage import moments, shadow, worldsql  # noqa: E402
 
 WORK = Path(__file__).resolve().parent / "_work"
 INDEX = "create index items_category on items(category)"
@@ -283,7 +283,7 @@ def bench_main_as_of(s: Setup) -> list[Figure]:
     # The AS OF view by itself, on a connection of its own: the SQL that chronos runs for it.
     sqlconn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
     n, t = db.table("items")
-    seq = timetravel.seq_at(sqlconn, n, timetravel.parse_moment(moment))
+    seq = moments.seq_at(sqlconn, n, moments.parse_moment(moment))
     sqlconn.execute(f"create temp view asof as {worldsql.view_select(t, n, 0, seq)}")
 
     as_of = f"items as of '{moment}'"
@@ -337,7 +337,7 @@ def bench_world_as_of(s: Setup) -> list[Figure]:
     world = db.world("w")
     n, t = db.table("items", world)
     base = world.base.get(n, 0)
-    when = timetravel.parse_moment(moment)
+    when = moments.parse_moment(moment)
     sqlconn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
     sqlconn.execute(f"create temp view wnow as {worldsql.view_select(t, n, world.id, base)}")
     sqlconn.execute(

@@ -22,9 +22,10 @@ from .merge import rebase as merge_rebase
 from .operations.registry import REGISTRY, Caller, Reply
 from .operations.sql import run_sql
 from .statements import sqlrun
-from .storage import rows
-from .storage.db import Database, World
+from .storage import lifecycle, rows
+from .storage.db import Database
 from .storage.folder import create
+from .storage.worlds import World
 
 
 class Chronos(Database):
@@ -57,6 +58,25 @@ class Chronos(Database):
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
         rows.delete(self, branch, table, str(id))
+
+    def fork(
+        self,
+        name: str,
+        source: str | None = None,
+        meta: dict | None = None,
+        owner: str | None = None,
+    ) -> World:
+        """Create a branch from main (or from ``source``, another branch; ``name@when``: as it
+        was then). Instant: no rows are copied."""
+        return lifecycle.fork(self, name, source, meta, owner)
+
+    def set_meta(self, name: str, changes: dict) -> World:
+        """Merge ``changes`` into a branch's notes; a None value removes a key."""
+        return lifecycle.set_meta(self, name, changes)
+
+    def discard(self, name: str, cascade: bool = False) -> list[World]:
+        """Throw a branch (and with ``cascade`` the branches forked from it) away."""
+        return lifecycle.discard(self, name, cascade)
 
     def branches(self) -> list[World]:
         return self.worlds()

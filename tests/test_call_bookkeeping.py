@@ -19,8 +19,9 @@ from conftest import file_dump
 
 import chronos_lite
 from chronos_lite.errors import ChronosError
-from chronos_lite.statements import budget, sqlrun
-from chronos_lite.storage import events, limits, worldschema
+from chronos_lite.history import timetravel
+from chronos_lite.statements import budget, ddl, sqlrun
+from chronos_lite.storage import events, limits, worlds, worldsql
 from chronos_lite.storage.db import Database
 
 
@@ -34,10 +35,10 @@ STEPS = [
     (events, "clock"),
     (events, "ranges"),
     (events, "record"),
-    (Database, "tick"),
-    (Database, "bump_version"),
-    (Database, "begin_world_write"),
-    (Database, "rows_written"),
+    (events, "tick"),
+    (worlds, "bump_version"),
+    (worldsql, "begin_world_write"),
+    (worldsql, "rows_written"),
     (Database, "follow_schema"),
     (Database, "tables"),
     (Database, "tables_for"),
@@ -47,8 +48,8 @@ STEPS = [
     (sqlrun, "_record"),
     (sqlrun, "_committed"),
     (sqlrun, "_positions"),
-    (sqlrun, "_as_of"),
-    (worldschema, "run"),
+    (timetravel, "as_of"),
+    (ddl, "run"),
     (budget, "read"),
     (limits.Bounds, "committed"),
 ]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import chronos_lite
 from chronos_lite import ChronosError
-from chronos_lite.history.timetravel import parse_moment
+from chronos_lite.storage.moments import parse_moment
 from tests.conftest import run_cli
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
+from ..storage import catalog, moments
 from ..storage.db import Database
 from ..storage.shadow import SEQ, TIME, history_table, world_history_table
-from . import timetravel
 
 BATCH = 2000
 EVERY = 3600.0  # seconds between automatic runs
@@ -22,14 +22,14 @@ EVERY = 3600.0  # seconds between automatic runs
 def prune(db: Database, now: float | None = None) -> int:
     """Delete expired history; the number of history rows deleted."""
     conn = db.main.conn
-    cutoff = (time.time() if now is None else now) - timetravel.retention(conn)
+    cutoff = (time.time() if now is None else now) - moments.retention(conn)
     kept_for_worlds: dict[int, int] = {}
     for world in db.worlds():
         for n, seq in world.base.items():
             kept_for_worlds[n] = min(kept_for_worlds.get(n, seq), seq)
     deleted = 0
     for (n,) in conn.execute("select id from _chronos_tables").fetchall():
-        if db.has_table(conn, history_table(n)):
+        if catalog.has_table(conn, history_table(n)):
             floor = kept_for_worlds.get(n)
             deleted += _batches(
                 db,
@@ -40,7 +40,7 @@ def prune(db: Database, now: float | None = None) -> int:
                 + f" order by {SEQ} limit {BATCH})",
                 cutoff,
             )
-        if db.has_table(conn, world_history_table(n)):
+        if catalog.has_table(conn, world_history_table(n)):
             deleted += _batches(
                 db,
                 f"delete from {world_history_table(n)} where rowid in (select rowid from "

@@ -20,12 +20,12 @@ from .. import errors
 from ..errors import ChronosError
 from ..merge.changes import view_row
 from ..statements.sqltext import quote_ident
-from ..storage import events
+from ..storage import events, moments, worlds, worldsql
 from ..storage.catalog import TableInfo
-from ..storage.db import Database, Session, World
+from ..storage.db import Database, Session
 from ..storage.rows import format_id, write_row
 from ..storage.shadow import SEQ, TIME, WORLD, history_table, world_history_table
-from . import timetravel
+from ..storage.worlds import World
 
 
 @dataclass
@@ -52,7 +52,7 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
         db.end_call(past)
     session = db.session(branch)
     try:
-        detail = {"to": timetravel.show_moment(when), "asked": asked}
+        detail = {"to": moments.show_moment(when), "asked": asked}
         with rewriting(db, session, kind, detail) as done:
             for (name, key), row in then.items():
                 n, t = tables[name]
@@ -69,7 +69,7 @@ def _changed_since(db: Database, world: World | None, n: int, t: TableInfo, when
     conn = db.main.conn
     cols = ", ".join(quote_ident(c) for c in t.key_cols)
     if world is None:
-        seq = timetravel.seq_at(conn, n, when)
+        seq = moments.seq_at(conn, n, when)
         rows = conn.execute(f"select {cols} from {history_table(n)} where {SEQ} > ?", (seq,))
     else:
         rows = conn.execute(
@@ -97,13 +97,13 @@ def rewriting(db: Database, session: Session, kind: str, detail: dict) -> Iterat
             conn.execute("pragma defer_foreign_keys = on")
             before = events.positions(conn, db.tables())
         else:
-            db.begin_world_write(conn, "abort")
+            worldsql.begin_world_write(conn, "abort")
         done = Rewrite(conn)
         yield done
         if session.world is None:
             detail = {**detail, "seqs": events.ranges(before, events.positions(conn, db.tables()))}
         elif done.written:
-            db.bump_version(conn, session.world)
+            worlds.bump_version(conn, session.world)
         db.record(conn, session.world.id if session.world else 0, kind, done.written, detail)
 
 
@@ -136,7 +136,7 @@ def checkpoint(db: Database, branch: str, name: str) -> float:
         if found:
             raise ChronosError(
                 f"{branch} already has a checkpoint {name} (at "
-                f"{timetravel.show_moment(found[0])}): pick another name",
+                f"{moments.show_moment(found[0])}): pick another name",
                 errors.IN_USE,
             )
         when = time.time()

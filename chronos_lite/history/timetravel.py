@@ -13,87 +13,12 @@ from __future__ import annotations
 import functools
 import re
 import time
-from datetime import datetime
+from typing import Any
 
-import apsw
-
-from ..errors import BAD_ARGUMENT, ChronosError
-from ..statements.sqltext import quote_ident, tokens
-from ..storage.shadow import OP, SEQ, TIME, history_table
-
-UNITS = {
-    "second": 1,
-    "minute": 60,
-    "hour": 3600,
-    "day": 86400,
-    "week": 7 * 86400,
-}
-_AGO = re.compile(
-    r"^\s*-\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s*$|"
-    r"^\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s+ago\s*$",
-    re.IGNORECASE,
-)
-_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
-HELP = (
-    "give a time ('2026-11-30 10:00', local time, or ISO 8601 with a zone) or a time ago "
-    "('-15 minutes', '2 hours ago')"
-)
-
-
-def parse_moment(text: str, now: float | None = None) -> float:
-    """A moment as Unix seconds."""
-    now = time.time() if now is None else now
-    m = _AGO.match(text)
-    if m:
-        amount = float(m.group(1) or m.group(3))
-        unit = (m.group(2) or m.group(4)).lower()
-        return now - amount * UNITS[unit]
-    cleaned = text.strip().replace("T", " ")
-    if cleaned.endswith("Z"):
-        cleaned = cleaned[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(cleaned)
-    except ValueError:
-        moment = None
-        for fmt in _FORMATS:
-            try:
-                moment = datetime.strptime(cleaned, fmt)
-                break
-            except ValueError:
-                continue
-    if moment is None:
-        raise ChronosError(f"'{text}' isn't a moment: {HELP}", BAD_ARGUMENT)
-    return moment.timestamp()  # naive: local time
-
-
-def show_moment(when: float) -> str:
-    return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
-
-
-_SEQ_AT: dict[tuple[str, int, float], int] = {}
-
-
-def seq_at(conn: apsw.Connection, n: int, when: float) -> int:
-    """The table's last history seq stamped at or before ``when`` (0: before any). Walks back
-    from the newest change, so its cost is the number of changes since the moment; a moment
-    long enough ago that no write can still be stamped before it is remembered."""
-    key = (conn.filename, n, when)
-    if key in _SEQ_AT:
-        return _SEQ_AT[key]
-    seq = _seq_at(conn, n, when)
-    if when < time.time() - 1:
-        if len(_SEQ_AT) > 4096:
-            _SEQ_AT.clear()
-        _SEQ_AT[key] = seq
-    return seq
-
-
-def _seq_at(conn: apsw.Connection, n: int, when: float) -> int:
-    h = f"main.{history_table(n)}"
-    row = conn.execute(
-        f"select {SEQ} from {h} where {TIME} <= ? order by {SEQ} desc limit 1", (when,)
-    ).fetchone()
-    return row[0] if row else 0
+from ..statements.sqltext import keywords, quote_ident, tokens
+from ..storage import moments, worldsql
+from ..storage.db import Database, Session
+from ..storage.shadow import OP, SEQ, history_table
 
 
 def past_name(n: int, seq: int) -> str:
@@ -121,61 +46,6 @@ def as_of_clauses(sql: str) -> list[tuple[int, int, str, int, int]]:
     return out
 
 
-# --- the retention window --------------------------------------------------------------------
-
-DEFAULT_RETENTION = 7 * 86400.0
-
-
-def retention(conn: apsw.Connection) -> float:
-    """How long history is kept, in seconds (``config retention``; 7 days by default)."""
-    row = conn.execute("select value from main._chronos_meta where key = 'retention'").fetchone()
-    return float(row[0]) if row else DEFAULT_RETENTION
-
-
-def show_span(seconds: float) -> str:
-    for unit in ("week", "day", "hour", "minute"):
-        size = UNITS[unit]
-        if seconds >= size and seconds % size == 0:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds:g} seconds"
-
-
-def checked_moment(db, text: str, when: float | None = None) -> float:
-    """A moment to read at: in the retention window (else refused, naming the oldest moment
-    kept); a moment still to come reads as now. ``when``: already known (a checkpoint's)."""
-    when = parse_moment(text) if when is None else when
-    now = time.time()
-    kept = retention(db.main.conn)
-    oldest = now - kept
-    if when < oldest:
-        raise ChronosError(
-            f"'{text}' ({show_moment(when)}) is before the oldest moment kept, "
-            f"{show_moment(oldest)}: history is kept for {show_span(kept)} "
-            f"(chronos <folder> config retention '30 days' keeps more)",
-            BAD_ARGUMENT,
-        )
-    return min(when, now)
-
-
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s*$", re.IGNORECASE)
-
-
-def parse_span(text: str) -> float:
-    """A length of time ('7 days', '12 hours') in seconds."""
-    m = _SPAN.match(text)
-    if not m:
-        raise ChronosError(
-            f"'{text}' isn't a length of time: give a number and a unit, e.g. '7 days', "
-            f"'12 hours', '2 weeks'",
-            BAD_ARGUMENT,
-        )
-    seconds = float(m.group(1)) * UNITS[m.group(2).lower()]
-    if seconds < 60:
-        raise ChronosError("keep history for a minute at least", BAD_ARGUMENT)
-    return seconds
-
-
 def count_then(n: int, t, seq: int) -> str:
     """``count(*)`` of main's table as of history seq ``seq``: the count now, plus for each key
     changed since whether it existed then less whether it exists now (cost: the changes)."""
@@ -194,3 +64,123 @@ def count_then(n: int, t, seq: int) -> str:
         f"WHERE {SEQ} > {seq}) AS k), "
         f'0) AS "count(*)"'
     )
+
+
+# --- AS OF in a statement: read through views of the tables as they were ---------------------
+
+
+def as_of(db: Database, session: Session, stmt: str) -> str:
+    """``<table> AS OF '<moment>'`` read through a TEMP view of the table as it was then (on a
+    world, the world's table then)."""
+    clauses = as_of_clauses(stmt)
+    if not clauses:
+        return stmt
+    world = session.world if session.world is not None and session.world.id else None
+    key = (stmt, db.schema_version(), (world.id, world.fork_seq) if world else 0)
+    hit = session.rewrites.get(key)
+    if hit is not None and time.time() < hit[1] and _views_there(session, hit[0]):
+        return hit[0]
+    rewritten = _rewrite_as_of(db, session, stmt, clauses, world)
+    times = [moments.parse_moment(c[2]) for c in clauses]
+    if all(m < time.time() - 1 for m in times):  # a past that can't change: remembered
+        if len(session.rewrites) > 1024:
+            session.rewrites.clear()
+        kept = moments.retention(db.main.conn)
+        session.rewrites[key] = (rewritten, min(times) + kept)  # until it leaves the window
+    return rewritten
+
+
+def _views_there(session: Session, rewritten: str) -> bool:
+    """The kept views a remembered rewrite names are still there (at most 32 are kept, and a
+    world's views are rebuilt when its schema moves)."""
+    names = re.findall(r'temp\."(_chronos_asof_[^"]+)"', rewritten)
+    if not names:
+        return True
+    marks = ", ".join("?" for _ in names)
+    found = session.conn.execute(
+        f"select count(*) from temp.sqlite_schema where name in ({marks})", names
+    ).fetchone()[0]
+    return found == len(set(names))
+
+
+def _rewrite_as_of(db: Database, session: Session, stmt: str, clauses: list, world: Any) -> str:
+    if world is None and len(clauses) == 1 and _COUNT_ALL.match(stmt):
+        start, end, moment, _as_at, _end = clauses[0]
+        n, t = db.table(_name_at(stmt, start, end))
+        seq = moments.seq_at(session.conn, n, moments.checked_moment(db, moment))
+        return count_then(n, t, seq)
+    out, at = [], 0
+    for start, end, moment, _as_at, clause_end in clauses:
+        n, t = db.table(_name_at(stmt, start, end), world)
+        when = moments.checked_moment(db, moment)
+        if world is None:
+            seq = moments.seq_at(session.conn, n, when)
+            view = f"{past_name(n, seq)}_{db.schema_version()}"
+            select = worldsql.view_select(t, n, 0, seq)
+        else:
+            db.check_world_moment(world, when, moment)
+            view = (
+                f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}_{world.fork_seq}_"
+                f"{db.schema_version()}"
+            )
+            select = worldsql.view_select(t, n, world.id, world.base.get(n, 0), at=when)
+        if not session.conn.execute(
+            "select 1 from temp.sqlite_schema where name = ?", (view,)
+        ).fetchone():
+            session.conn.execute(f"CREATE TEMP VIEW {quote_ident(view)} AS {select}")
+            db.keep_view(session, view)  # a past that never changes: kept for the next calls
+        head = stmt[at:start]
+        if head.rstrip().endswith("."):  # main.users AS OF ...: the schema goes too
+            head = head.rstrip()[:-1].rstrip()
+            head = head[: len(head) - len(head.split()[-1])] if head.split() else head
+        out.append(f"{head}temp.{quote_ident(view)}{_alias(stmt, clause_end, t.name)}")
+        at = clause_end
+    out.append(stmt[at:])
+    return "".join(out)
+
+
+# select count(*) from <table> AS OF '<moment>': counted from the changes since, as SQLite counts
+# a table now without reading its rows
+_COUNT_ALL = re.compile(
+    r"^\s*select\s+count\(\s*\*\s*\)\s+from\s+(?:main\s*\.\s*)?(?:\"[^\"]+\"|\w+)\s+"
+    r"as\s+of\s+'[^']*'\s*;?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _name_at(stmt: str, start: int, end: int) -> str:
+    text = stmt[start:end]
+    return text[1:-1].replace('""', '"') if text[:1] in '"`[' else text
+
+
+_NOT_ALIASES = {
+    "WHERE",
+    "JOIN",
+    "LEFT",
+    "RIGHT",
+    "FULL",
+    "INNER",
+    "CROSS",
+    "NATURAL",
+    "ON",
+    "USING",
+    "GROUP",
+    "ORDER",
+    "LIMIT",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "WINDOW",
+    "HAVING",
+    "AS",
+}
+
+
+def _alias(stmt: str, at: int, name: str) -> str:
+    """`` AS <name>`` unless the query gives the table an alias of its own after the clause."""
+    words = keywords(stmt[at:], 1)
+    rest = stmt[at:].lstrip()
+    if rest[:1].isalpha() or rest[:1] in '"`[':
+        if not words or words[0] not in _NOT_ALIASES or words[0] == "AS":
+            return ""
+    return f" AS {quote_ident(name)}"

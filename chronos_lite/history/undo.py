@@ -16,11 +16,10 @@ from .. import errors
 from ..errors import ChronosError
 from ..merge.changes import base_row, view_row
 from ..statements.sqltext import quote_ident
-from ..storage import events
+from ..storage import events, moments, worlds
 from ..storage.db import Database
 from ..storage.rows import format_id
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
-from . import timetravel
 from .restore import rewriting, write_back
 
 
@@ -91,9 +90,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
 def _parent_name(db: Database, world_id: int) -> str:
     if world_id == 0:
         return "main"
-    row = db.main.conn.execute(
-        "select name, state from _chronos_worlds where id = ?", (world_id,)
-    ).fetchone()
+    row = worlds.name_of(db.main.conn, world_id)
     if row is None or row[1] != "open":
         raise ChronosError(
             "the branch that merge went into is gone (merged or discarded): nothing to undo in",
@@ -131,7 +128,7 @@ def undo_agent(db: Database, agent: str, since_text: str, run: str | None) -> Ag
             "moment instead",
             errors.BAD_ARGUMENT,
         )
-    since = timetravel.checked_moment(db, since_text)
+    since = moments.checked_moment(db, since_text)
     query = (
         "select world, detail from _chronos_events where actor = ? and time >= ? "
         "and kind in ('write', 'schema', 'restore', 'rollback', 'undo merge', 'merge')"
@@ -242,10 +239,8 @@ def _world_targets(db: Database, world_id: int, mine: dict) -> dict:
 
 
 def _open_world(db: Database, world_id: int) -> str | None:
-    row = db.main.conn.execute(
-        "select name from _chronos_worlds where id = ? and state = 'open'", (world_id,)
-    ).fetchone()
-    return row[0] if row else None
+    row = worlds.name_of(db.main.conn, world_id)
+    return row[0] if row and row[1] == "open" else None
 
 
 def _undo_on(

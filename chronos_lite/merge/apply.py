@@ -20,15 +20,16 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..statements.sqltext import quote_ident
-from ..storage import events
-from ..storage.db import Database, Session, World
+from ..storage import events, lifecycle, worlds, worldsql
+from ..storage.db import Database, Session
 from ..storage.rows import parse_id, write_row
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
-from ..storage.worldschema import Step, apply_steps, steps
-from ..storage.worldschema import conflict_error as schema_conflict_error
+from ..storage.worlds import World
 from ..storage.worldsql import CTX, remember_entry
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
+from .schema import Step, apply_steps, steps
+from .schema import conflict_error as schema_conflict_error
 
 HINT = (
     "settle them with resolve (ours or theirs), by_columns (only a column both sides "
@@ -165,7 +166,7 @@ def target_of(db: Database, world: World, opts: Options) -> tuple[Session, bool]
     into = opts.into or parent
     if into == world.name:
         raise ChronosError(f"'into' names {world.name} itself: give its parent or another branch")
-    below = {w.name for w in db.children(world)}
+    below = {w.name for w in worlds.children(db.main.conn, world)}
     if into in below:
         raise ChronosError(
             f"'into' names {into}, forked from {world.name}: merge it the other "
@@ -291,9 +292,7 @@ def _flag_interrupted(db: Database, world: World, confirm: bool) -> None:
     but the world's last writes may not have reached the disk either): say so, unless the
     caller confirms after checking the world's diff."""
     conn = db.main.conn
-    started = conn.execute(
-        "select merging from _chronos_worlds where id = ?", (world.id,)
-    ).fetchone()[0]
+    started = worlds.merge_started(conn, world)
     if started is not None and not confirm:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
         raise ChronosError(
@@ -303,7 +302,7 @@ def _flag_interrupted(db: Database, world: World, confirm: bool) -> None:
             errors.CONFLICT,
         )
     with db.write(conn):
-        conn.execute("update _chronos_worlds set merging = ? where id = ?", (time.time(), world.id))
+        worlds.mark_merging(conn, world, True)
 
 
 def merge(
@@ -318,7 +317,7 @@ def merge(
     """Merge a world into its parent (all of it, finishing it, or a part, leaving it open)."""
     world = db.world(name)
     check_version(world, version)
-    children = db.children(world)
+    children = worlds.children(db.main.conn, world)
     if children and not opts.partial:
         raise ChronosError(
             f"{name} has branches forked from it ({', '.join(w.name for w in children)}): "
@@ -358,21 +357,19 @@ def merge(
             undo = _apply(db, p)
             _record_merge(db, p, conn, before, undo)
             if not p.partial:
-                db.finish_world(conn, world.id, state="merged")
+                lifecycle.finish(conn, world.id, state="merged")
             elif not p.other:
                 _remember_merged(db, p)
-            conn.execute("update _chronos_worlds set merging = null where id = ?", (world.id,))
+            worlds.mark_merging(conn, world, False)
             if p.parent.world is not None:
-                db.bump_version(conn, p.parent.world)
+                worlds.bump_version(conn, p.parent.world)
             if p.partial and (p.writes or p.schema):
-                db.bump_version(conn, world)
+                worlds.bump_version(conn, world)
     except BaseException as exc:
         db.end_call(session)
         # Refused or failed, but not interrupted: the flag goes (a crash leaves it).
         with db.write(db.main.conn):
-            db.main.conn.execute(
-                "update _chronos_worlds set merging = null where id = ?", (world.id,)
-            )
+            worlds.mark_merging(db.main.conn, world, False)
         if isinstance(exc, apsw.ConstraintError):
             raise _combination_error(name, p, exc) from None
         raise
@@ -388,7 +385,7 @@ def _apply(db: Database, p: Plan) -> list[tuple]:
     if p.parent.world is None:
         conn.execute("pragma defer_foreign_keys = on")  # checked once, on the merged result
     else:
-        db.begin_world_write(conn, "abort")
+        worldsql.begin_world_write(conn, "abort")
     for o in p.writes:
         try:
             c = o.change
@@ -457,7 +454,7 @@ def _remember_merged(db: Database, p: Plan) -> None:
     no longer a change. When that changes the world's row, the entry gets a new stamp on the
     world clock: for worlds forked from this one, their parent did write the row."""
     conn = p.parent.conn
-    world_stamp = db.tick(conn)
+    world_stamp = events.tick(conn)
     for o in p.outcomes:
         c = o.change
         if o.outcome == "conflict":

@@ -19,9 +19,10 @@ import apsw
 
 from ..statements.sqltext import quote_ident
 from ..storage.catalog import ROWID_COL, TableInfo
-from ..storage.db import Database, Session, World
+from ..storage.db import Database, Session
 from ..storage.rows import format_id
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from ..storage.worlds import World
 from ..storage.worldsql import key_view
 
 

@@ -13,8 +13,8 @@ from ..statements.sqltext import literal, quote_ident
 from ..storage.catalog import TableInfo
 from ..storage.db import Database
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
-from ..storage.worldschema import Step, steps
 from .changes import Change, view_row, world_changes
+from .schema import Step, steps
 
 ORDER = {"delete": 0, "update": 1, "insert": 2}
 

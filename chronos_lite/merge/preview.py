@@ -8,9 +8,9 @@ from .. import render
 from ..errors import CONFLICT, ChronosError
 from ..statements.sqltext import name_tokens
 from ..storage.db import Database
-from ..storage.worldschema import Step
 from .apply import Options, Plan, plan, position
 from .diff import Diff, page_footer, row_text
+from .schema import Step
 
 COLUMNS = ["table", "id", "outcome", "detail", "base", "ours", "theirs", "result"]
 

@@ -7,23 +7,21 @@ parent is never written.
 
 from __future__ import annotations
 
-import json
-import time
-
 from .. import errors
 from ..errors import ChronosError
 from ..statements.sqltext import quote_ident
+from ..storage import events, lifecycle, worlds
 from ..storage.db import Database
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
-from ..storage.worldschema import conflict_error as schema_conflict_error
 from .apply import Options, check_version, conflict_error, plan
+from .schema import conflict_error as schema_conflict_error
 
 
 def rebase(db: Database, name: str, opts: Options, version: int | None = None) -> int:
     """Rebase a world; returns how many of the parent's rows it took in."""
     world = db.world(name)
     check_version(world, version)
-    if db.children(world):
+    if worlds.children(db.main.conn, world):
         raise ChronosError(
             f"{name} has branches forked from it: merge or discard those first, then rebase",
             errors.IN_USE,
@@ -40,8 +38,8 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
         parent = db.world(world.parent) if world.parent_id is not None else None
         # every table the world has now or will see after: its own and the parent's
         tables = {**db.tables_for(parent), **db.tables_for(world)}
-        fork_seq = db.tick(conn)
-        stamp = db.tick(conn)  # the world's own rows stay newer than its new fork
+        fork_seq = events.tick(conn)
+        stamp = events.tick(conn)  # the world's own rows stay newer than its new fork
         keep = {(o.change.table, o.change.key): o for o in p.outcomes}
         for n, t in {n: t for n, t in tables.values()}.items():
             _rebuild_overlay(
@@ -53,12 +51,8 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
                 {k: o for (tbl, k), o in keep.items() if tbl == t.name},
                 stamp,
             )
-        base = parent.base if parent else db.horizons(conn, db.tables())
-        conn.execute(
-            "update _chronos_worlds set base = ?, fork_seq = ?, version = version + 1, "
-            "rebased = ? where id = ?",
-            (json.dumps(base), fork_seq, time.time(), world.id),
-        )
+        base = parent.base if parent else lifecycle.horizons(conn, db.tables())
+        worlds.rebased(conn, world, base, fork_seq)
         # the parent's rows taken in: all but those the world's own version replaced whole
         own = {
             (o.change.table, o.change.key) for o in p.outcomes if o.outcome in ("apply", "by hand")

@@ -11,12 +11,12 @@ from typing import Any
 
 from .. import render
 from ..errors import NOT_FOUND, ChronosError
-from ..history import prune, restore, timetravel, undo
+from ..history import prune, restore, undo
 from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import preview as merge_preview
 from ..merge import rebase as merge_rebase
-from ..storage import describe, events, rows
+from ..storage import describe, events, lifecycle, moments, rows
 from ..storage.db import Database
 from .registry import REGISTRY, Caller, Reply, operation
 
@@ -101,7 +101,7 @@ def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
-    world = db.fork(args["name"], source, args.get("meta"), owner=caller.name)
+    world = lifecycle.fork(db, args["name"], source, args.get("meta"), owner=caller.name)
     caller.own_worlds.add(world.wid)
     return Reply(
         f"created branch {world.name} (world id {world.wid}) from {source}; "
@@ -117,7 +117,7 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     idempotent=True,
 )
 def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
-    world = db.set_meta(args["branch"], args["meta"])
+    world = lifecycle.set_meta(db, args["branch"], args["meta"])
     return Reply(
         f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
         {"branch": world.name, "meta": world.meta},
@@ -162,7 +162,7 @@ def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
     destructive=True,
 )
 def discard_op(db: Database, args: dict, caller: Caller) -> Reply:
-    gone = db.discard(args["branch"], bool(args.get("cascade")))
+    gone = lifecycle.discard(db, args["branch"], bool(args.get("cascade")))
     names = ", ".join(f"{w.name} (world id {w.wid})" for w in gone)
     noun = "branch" if len(gone) == 1 else "branches"
     return Reply(f"discarded {noun} {names}", {"discarded": [w.name for w in gone]})
@@ -320,9 +320,9 @@ def rebase_op(db: Database, args: dict, caller: Caller) -> Reply:
     destructive=True,
 )
 def restore_op(db: Database, args: dict, caller: Caller) -> Reply:
-    when = timetravel.checked_moment(db, args["at"])
+    when = moments.checked_moment(db, args["at"])
     done = restore.restore(db, args["branch"], when, args["at"])
-    return _restored(done, f"to {timetravel.show_moment(when)}")
+    return _restored(done, f"to {moments.show_moment(when)}")
 
 
 @operation(
@@ -332,7 +332,7 @@ def restore_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
     when = restore.checkpoint(db, args["branch"], args["name"])
-    text = f"checkpoint {args['name']}: {args['branch']} at {timetravel.show_moment(when)}"
+    text = f"checkpoint {args['name']}: {args['branch']} at {moments.show_moment(when)}"
     return Reply(text, {"branch": args["branch"], "checkpoint": args["name"], "at": when})
 
 
@@ -345,9 +345,9 @@ def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def rollback_op(db: Database, args: dict, caller: Caller) -> Reply:
     when = restore.checkpoint_time(db, args["branch"], args["checkpoint"])
-    timetravel.checked_moment(db, f"checkpoint {args['checkpoint']}", when)
+    moments.checked_moment(db, f"checkpoint {args['checkpoint']}", when)
     done = restore.restore(db, args["branch"], when, args["checkpoint"], "rollback")
-    return _restored(done, f"to checkpoint {args['checkpoint']} ({timetravel.show_moment(when)})")
+    return _restored(done, f"to checkpoint {args['checkpoint']} ({moments.show_moment(when)})")
 
 
 def _restored(done: restore.Restored, to: str) -> Reply:
@@ -410,13 +410,13 @@ def undo_merge_op(db: Database, args: dict, caller: Caller) -> Reply:
 def config_op(db: Database, args: dict, caller: Caller) -> Reply:
     conn = db.main.conn
     if args.get("value") is not None:
-        seconds = timetravel.parse_span(args["value"])
+        seconds = moments.parse_span(args["value"])
         with db.write(conn):
             conn.execute("insert or replace into _chronos_meta values ('retention', ?)", (seconds,))
         prune.prune(db)
-    kept = timetravel.retention(conn)
-    text = f"retention: {timetravel.show_span(kept)} (every version of every row is kept that long)"
-    return Reply(text, {"retention": timetravel.show_span(kept), "seconds": kept})
+    kept = moments.retention(conn)
+    text = f"retention: {moments.show_span(kept)} (every version of every row is kept that long)"
+    return Reply(text, {"retention": moments.show_span(kept), "seconds": kept})
 
 
 @operation(

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
 from ..statements import sqltext
-from ..storage import guard
+from ..storage import guard, worlds
 
 
 class Operation(Protocol):
@@ -66,7 +66,8 @@ def check(
         _need_own(db, args.get("branch"), caller)
         if op.name == "discard" and args.get("cascade"):
             world = db.world(args["branch"])
-            strangers = [w.name for w in db.children(world) if w.wid not in caller.own_worlds]
+            below = worlds.children(db.main.conn, world)
+            strangers = [w.name for w in below if w.wid not in caller.own_worlds]
             if strangers:
                 raise ChronosError(
                     f"safe mode: discard with cascade would throw away {', '.join(strangers)}, "

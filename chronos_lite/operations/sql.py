@@ -12,7 +12,8 @@ from ..errors import BAD_ARGUMENT, ChronosError
 from ..statements import budget, sqlrun, sqltext
 from ..statements import chronos as chronos_sql
 from ..storage import guard
-from ..storage.db import Database, World
+from ..storage.db import Database
+from ..storage.worlds import World
 from . import rights
 from .registry import REGISTRY, Args, Caller, Reply, operation
 

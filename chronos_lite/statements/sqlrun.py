@@ -8,8 +8,6 @@ transaction the call leaves open is rolled back, and the reply says so.
 from __future__ import annotations
 
 import json
-import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +17,11 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..history import timetravel
-from ..storage import events, faults, guard, shadow, worldschema, worldsql
-from ..storage.db import Database, Session, World
+from ..storage import events, faults, guard, shadow, worlds, worldschema, worldsql
+from ..storage.db import Database, Session
+from ..storage.worlds import World
 from . import budget, sqltext
+from . import ddl as world_ddl
 from .worldstmt import adapt_insert
 
 
@@ -252,30 +252,30 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
     if ddl and session.world is not None:  # a world's schema change: a write, by chronos
         if not call.access.write:
             raise _refused(call.access, guard.Denial("write", words[0]))
-        return StatementResult(stmt, tag=worldschema.run(db, session, stmt), ddl=True)
+        return StatementResult(stmt, tag=world_ddl.run(db, session, stmt), ddl=True)
     if "OF" in sqltext.all_words(stmt):
-        stmt = _as_of(db, session, stmt)
+        stmt = timetravel.as_of(db, session, stmt)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words and call.access.write:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
     # the last statement's count, and a world's clock must not tick outside the transaction)
     if session.world is not None and not control:
         tick = call.writes and sqltext.may_write(stmt)
-        db.begin_world_write(conn, sqltext.conflict_mode(stmt), tick)
+        worldsql.begin_world_write(conn, sqltext.conflict_mode(stmt), tick)
     if session.world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"]):
         adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
         if adapted is not None:
             if adapted.changed:
-                db.bump_version(conn, session.world)
+                worlds.bump_version(conn, session.world)
             if not adapted.columns:
                 return StatementResult(
                     stmt, tag=f"INSERT 0 {adapted.changed}", changed=adapted.changed
                 )
             return StatementResult(stmt, adapted.columns, adapted.rows, changed=adapted.changed)
     columns, got = _execute(call, stmt)
-    changed = 0 if ddl or control else db.rows_written(session)
+    changed = 0 if ddl or control else worldsql.rows_written(session)
     if changed and session.world is not None:
-        db.bump_version(conn, session.world)
+        worlds.bump_version(conn, session.world)
     if ddl:
         db.follow_schema(conn)
     if columns is not None:
@@ -370,123 +370,6 @@ def _adapted_execute(call: _Call):
         return got.rows, tuple((c, None) for c in columns or [])
 
     return execute
-
-
-def _as_of(db: Database, session: Session, stmt: str) -> str:
-    """``<table> AS OF '<moment>'`` read through a TEMP view of the table as it was then (on a
-    world, the world's table then)."""
-    clauses = timetravel.as_of_clauses(stmt)
-    if not clauses:
-        return stmt
-    world = session.world if session.world is not None and session.world.id else None
-    key = (stmt, db.schema_version(), (world.id, world.fork_seq) if world else 0)
-    hit = session.rewrites.get(key)
-    if hit is not None and time.time() < hit[1] and _views_there(session, hit[0]):
-        return hit[0]
-    rewritten = _rewrite_as_of(db, session, stmt, clauses, world)
-    moments = [timetravel.parse_moment(c[2]) for c in clauses]
-    if all(m < time.time() - 1 for m in moments):  # a past that can't change: remembered
-        if len(session.rewrites) > 1024:
-            session.rewrites.clear()
-        kept = timetravel.retention(db.main.conn)
-        session.rewrites[key] = (rewritten, min(moments) + kept)  # until it leaves the window
-    return rewritten
-
-
-def _views_there(session: Session, rewritten: str) -> bool:
-    """The kept views a remembered rewrite names are still there (at most 32 are kept, and a
-    world's views are rebuilt when its schema moves)."""
-    names = re.findall(r'temp\."(_chronos_asof_[^"]+)"', rewritten)
-    if not names:
-        return True
-    marks = ", ".join("?" for _ in names)
-    found = session.conn.execute(
-        f"select count(*) from temp.sqlite_schema where name in ({marks})", names
-    ).fetchone()[0]
-    return found == len(set(names))
-
-
-def _rewrite_as_of(db: Database, session: Session, stmt: str, clauses: list, world: Any) -> str:
-    if world is None and len(clauses) == 1 and _COUNT_ALL.match(stmt):
-        start, end, moment, _as_at, _end = clauses[0]
-        n, t = db.table(_name_at(stmt, start, end))
-        seq = timetravel.seq_at(session.conn, n, timetravel.checked_moment(db, moment))
-        return timetravel.count_then(n, t, seq)
-    out, at = [], 0
-    for start, end, moment, _as_at, clause_end in clauses:
-        n, t = db.table(_name_at(stmt, start, end), world)
-        when = timetravel.checked_moment(db, moment)
-        if world is None:
-            seq = timetravel.seq_at(session.conn, n, when)
-            view = f"{timetravel.past_name(n, seq)}_{db.schema_version()}"
-            select = worldsql.view_select(t, n, 0, seq)
-        else:
-            db.check_world_moment(world, when, moment)
-            view = (
-                f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}_{world.fork_seq}_"
-                f"{db.schema_version()}"
-            )
-            select = worldsql.view_select(t, n, world.id, world.base.get(n, 0), at=when)
-        if not session.conn.execute(
-            "select 1 from temp.sqlite_schema where name = ?", (view,)
-        ).fetchone():
-            session.conn.execute(f"CREATE TEMP VIEW {sqltext.quote_ident(view)} AS {select}")
-            db.keep_view(session, view)  # a past that never changes: kept for the next calls
-        head = stmt[at:start]
-        if head.rstrip().endswith("."):  # main.users AS OF ...: the schema goes too
-            head = head.rstrip()[:-1].rstrip()
-            head = head[: len(head) - len(head.split()[-1])] if head.split() else head
-        out.append(f"{head}temp.{sqltext.quote_ident(view)}{_alias(stmt, clause_end, t.name)}")
-        at = clause_end
-    out.append(stmt[at:])
-    return "".join(out)
-
-
-# select count(*) from <table> AS OF '<moment>': counted from the changes since, as SQLite counts
-# a table now without reading its rows
-_COUNT_ALL = re.compile(
-    r"^\s*select\s+count\(\s*\*\s*\)\s+from\s+(?:main\s*\.\s*)?(?:\"[^\"]+\"|\w+)\s+"
-    r"as\s+of\s+'[^']*'\s*;?\s*$",
-    re.IGNORECASE,
-)
-
-
-def _name_at(stmt: str, start: int, end: int) -> str:
-    text = stmt[start:end]
-    return text[1:-1].replace('""', '"') if text[:1] in '"`[' else text
-
-
-_NOT_ALIASES = {
-    "WHERE",
-    "JOIN",
-    "LEFT",
-    "RIGHT",
-    "FULL",
-    "INNER",
-    "CROSS",
-    "NATURAL",
-    "ON",
-    "USING",
-    "GROUP",
-    "ORDER",
-    "LIMIT",
-    "UNION",
-    "EXCEPT",
-    "INTERSECT",
-    "WINDOW",
-    "HAVING",
-    "AS",
-}
-
-
-def _alias(stmt: str, at: int, name: str) -> str:
-    """`` AS <name>`` unless the query gives the table an alias of its own after the clause."""
-    words = sqltext.keywords(stmt[at:], 1)
-    rest = stmt[at:].lstrip()
-    if rest[:1].isalpha() or rest[:1] in '"`[':
-        if not words or words[0] not in _NOT_ALIASES or words[0] == "AS":
-            return ""
-    return f" AS {sqltext.quote_ident(name)}"
 
 
 def _tag(stmt: str, changed: int) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import apsw
 
 from ..errors import ChronosError
+from ..storage import worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
@@ -54,7 +55,7 @@ def adapt_insert(
         execute(conn, head, binds)
     finally:
         _set_insert_trigger(conn, t, n, world, None, False)
-    changed = db.rows_written(session)
+    changed = worldsql.rows_written(session)
     if returning is None:
         return Inserted([], [], changed)
     rows, desc = execute(conn, _returning_query(t, n, returning, alias), binds)

@@ -177,3 +177,8 @@ def generated_expressions(create_sql: str) -> dict[str, str]:
         if close is not None and not part[after_as:paren].strip():
             out[tokens[0][0]] = part[paren + 1 : close].strip()
     return out
+
+
+def has_table(conn: apsw.Connection, name: str) -> bool:
+    """Whether main's schema holds a table (or any object) of that exact name."""
+    return bool(conn.execute("select 1 from main.sqlite_schema where name = ?", (name,)).fetchall())

@@ -7,25 +7,21 @@ import dataclasses
 import json
 import os
 import re
-import secrets
-import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import apsw
 
-from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
-from ..history import timetravel
+from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..statements.sqltext import quote_ident
-from . import events, faults, guard, limits, shadow, worldschema
+from . import events, faults, guard, limits, moments, shadow, worlds, worldschema
 from .catalog import TableInfo, table_info, user_tables
 from .faults import FILE_GONE, NOT_A_DATABASE
-from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
-from .worldsql import CTX, CTX_DDL, MODES, world_objects, world_trigger_names
+from .worlds import World
+from .worldsql import CTX, CTX_DDL, world_objects, world_trigger_names
 
 DB_FILE = "chronos.db"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -36,26 +32,8 @@ _SAVEPOINT = (
     "ROLLBACK TO _chronos_write; RELEASE _chronos_write",
     "RELEASE _chronos_write",
 )
-MAX_META_BYTES = 64 * 1024
 WORLD_POOL = 16
 OWNER = "owner"
-
-
-@dataclass(frozen=True)
-class World:
-    """An open world (a branch other than main)."""
-
-    id: int
-    wid: str
-    name: str
-    parent_id: int | None
-    parent: str
-    base: dict[int, int]  # what it sees of main: per table, the last history seq at the fork
-    fork_seq: int  # the world clock at the fork
-    owner: str
-    meta: dict
-    version: int
-    created: float
 
 
 @dataclass
@@ -75,30 +53,6 @@ class Session:
     @property
     def branch(self) -> str:
         return self.world.name if self.world else "main"
-
-
-def _world_from_row(row: tuple) -> World:
-    wid_int, wid, name, parent_id, parent, base, fork, owner, meta, version, created = row
-    return World(
-        wid_int,
-        wid,
-        name,
-        parent_id,
-        parent or "main",
-        {int(k): v for k, v in json.loads(base).items()},
-        fork,
-        owner,
-        json.loads(meta),
-        version,
-        created,
-    )
-
-
-WORLD_COLUMNS = (
-    "w.id, w.wid, w.name, w.parent, p.name, w.base, w.fork_seq, w.owner, w.meta, "
-    "w.version, w.created"
-)
-WORLD_FROM = "_chronos_worlds AS w LEFT JOIN _chronos_worlds AS p ON p.id = w.parent"
 
 
 def _connect(
@@ -153,24 +107,7 @@ class Database:
             "", str(self.path.resolve()), [apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_MAIN_DB, 0]
         )
         self.connection_ready(self._main.conn)
-        self._upgrade()
-
-    def _upgrade(self) -> None:
-        """Chronos' own tables added since the file was made (a read when there are none)."""
-        conn = self._main.conn
-        have = conn.execute(
-            "select count(*) from sqlite_schema where name in "
-            "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
-            "'_chronos_merge_rows')"
-        ).fetchone()[0]
-        if have < 4:
-            with self.write(conn):
-                shadow.install_base(conn)
-        if not conn.execute(
-            "select 1 from pragma_table_info('_chronos_worlds') where name = 'rebased'"
-        ).fetchone():
-            with self.write(conn):
-                conn.execute("alter table _chronos_worlds add column rebased REAL")
+        shadow.upgrade(self._main.conn, self.write)  # chronos' tables added since the file was made
 
     def connection_ready(self, conn: apsw.Connection) -> None:
         """Called for every connection chronos opens (the API adds its SQL functions)."""
@@ -353,25 +290,7 @@ class Database:
 
     def world(self, name: str, conn: apsw.Connection | None = None) -> World:
         """The open world of that name (raises a clear error if there is none)."""
-        conn = conn or self._main.conn
-        if name == "main":
-            raise ChronosError(
-                "main is the database itself, not a world: give the name of a branch you forked"
-            )
-        row = conn.execute(
-            f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.name = ? and w.state = 'open'",
-            (name,),
-        ).fetchone()
-        if row is None:
-            names = [
-                r[0]
-                for r in conn.execute(
-                    "select name from _chronos_worlds where state = 'open' order by name"
-                )
-            ]
-            listing = ", ".join(["main", *names])
-            raise ChronosError(f"no branch '{name}'; branches: {listing}", NOT_FOUND)
-        return _world_from_row(row)
+        return worlds.find(conn or self._main.conn, name)
 
     def resolve(self, branch: str | None) -> World | None:
         """None for main, else the open world named ``branch`` (as it is now: name@when is
@@ -387,101 +306,7 @@ class Database:
         return self.world(branch)
 
     def worlds(self) -> list[World]:
-        rows = self._main.conn.execute(
-            f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.state = 'open' order by w.id"
-        ).fetchall()
-        return [_world_from_row(r) for r in rows]
-
-    def children(self, world: World, conn: apsw.Connection | None = None) -> list[World]:
-        """Every open world forked from ``world``, and from those, deepest last."""
-        conn = conn or self._main.conn
-        rows = conn.execute(
-            f"with recursive d(id) as (select id from _chronos_worlds where parent = ? "
-            f"and state = 'open' union all select w.id from _chronos_worlds w join d "
-            f"on w.parent = d.id where w.state = 'open') "
-            f"select {WORLD_COLUMNS} from {WORLD_FROM} where w.id in (select id from d) "
-            f"order by w.id",
-            (world.id,),
-        ).fetchall()
-        return [_world_from_row(r) for r in rows]
-
-    def fork(
-        self,
-        name: str,
-        source: str | None = None,
-        meta: dict | None = None,
-        owner: str | None = None,
-    ) -> World:
-        """Create a world from main or from another world. Instant: no rows are copied from
-        main; forking a world copies only that world's own changes."""
-        if name == "main":
-            raise ChronosError("'main' is taken by the database itself; pick another branch name")
-        if "@" in name:
-            raise ChronosError(f"branch names can't contain '@' (it reads as name@when): '{name}'")
-        meta_text = encode_meta(meta or {})
-        tables = self.tables()
-        with self.write() as conn:
-            exists = conn.execute(
-                "select 1 from _chronos_worlds where name = ? and state = 'open'", (name,)
-            ).fetchone()
-            if exists:
-                raise ChronosError(
-                    f"branch '{name}' already exists: pick another name, or discard it first",
-                    IN_USE,
-                )
-            past = source is not None and source.startswith("main@")
-            then = None  # forking a world as it was at a moment
-            if source is not None and "@" in source and not past:
-                parent_name, _, when_text = source.partition("@")
-                then = timetravel.checked_moment(self, when_text)
-                parent = self.world(parent_name, conn)
-                self.check_world_moment(parent, then, source)
-            else:
-                parent = self.resolve(source) if source not in (None, "main") and not past else None
-            clock = self.tick(conn)  # writes stamped before the fork are not the new world's
-            if then is not None:  # the parent's clock just before its first write after then
-                clock = self._clock_at(conn, parent, then, clock)
-            if past:  # main as it was at a moment: each table as of its last change before
-                when = timetravel.checked_moment(self, source.split("@", 1)[1])
-                horizon = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
-            else:
-                horizon = parent.base if parent else self.horizons(conn, tables)
-            base = json.dumps(horizon)
-            conn.execute(
-                "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, "
-                "created) values (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    "w" + secrets.token_hex(8),
-                    name,
-                    parent.id if parent else None,
-                    base,
-                    clock,
-                    owner or self.caller_name,
-                    meta_text,
-                    time.time(),
-                ),
-            )
-            new_id = conn.last_insert_rowid()
-            self.record(conn, new_id, "fork", detail={"from": source or "main"})
-            self.record(conn, parent.id if parent else 0, "forked", detail={"branch": name})
-            if parent:
-                for n, _t in self.tables_for(parent, conn).values():
-                    # The world's working copy, and a frozen one (world -id): the parent as the
-                    # world saw it at the fork, the base of its diff and merge.
-                    if then is not None:  # the parent's entries as they were then
-                        self._copy_overlay_then(conn, n, new_id, parent.id, then, clock)
-                        continue
-                    conn.execute(self._copy_overlay_sql(n), (new_id, parent.id))
-                    conn.execute(self._copy_overlay_sql(n), (-new_id, parent.id))
-        return self.world(name)
-
-    @staticmethod
-    def horizons(conn: apsw.Connection, tables: dict) -> dict[int, int]:
-        """Main as it is now: each table's last history seq (one index lookup per table)."""
-        return {
-            n: conn.execute(f"select coalesce(max({SEQ}), 0) from {history_table(n)}").fetchone()[0]
-            for n, _t in tables.values()
-        }
+        return worlds.open_worlds(self._main.conn)
 
     def record(
         self,
@@ -493,139 +318,6 @@ class Database:
     ) -> None:
         """An event of a branch (world 0: main), by the caller, in the caller's transaction."""
         events.record(conn, world, kind, self.caller_name, rows, detail, self.caller_run)
-
-    def tick(self, conn: apsw.Connection) -> int:
-        """Move the world clock on (inside the caller's write transaction); the new value."""
-        return conn.execute(
-            "update main._chronos_clock set seq = seq + 1 returning seq"
-        ).fetchone()[0]
-
-    def _clock_at(self, conn: apsw.Connection, parent: World, then: float, now: int) -> int:
-        """A world forked from ``parent`` as it was at ``then`` counts as forked just before the
-        parent's first write after then: the parent's writes since are the parent's changes."""
-        first = now
-        for n, _t in self.tables_for(parent, conn).values():
-            row = conn.execute(
-                f"select min({SEQ}) from {world_history_table(n)} where {WORLD} = ? "
-                f"and _chronos_time > ?",
-                (parent.id, then),
-            ).fetchone()
-            if row[0] is not None:
-                first = min(first, row[0] - 1)
-        return first
-
-    def _copy_overlay_then(
-        self, conn: apsw.Connection, n: int, new_id: int, parent: int, then: float, seq: int
-    ) -> None:
-        """A world's working and frozen copies of its parent's overlay entries as they were at
-        ``then``: each key's first history record after it, else its entry now (stamped at
-        most ``seq``, the fork: they are what the world starts from, not its changes)."""
-        o, wh = overlay_table(n), world_history_table(n)
-        cols = [r[1] for r in conn.execute(f"pragma table_info({o})")]
-        keys = [r[2] for r in conn.execute(f"pragma index_info({o}_k)")][1:]
-        rest = [c for c in cols if c not in (WORLD, SEQ, "_chronos_dead")]
-        same = " and ".join(f"x.{quote_ident(k)} = e.{quote_ident(k)}" for k in keys)
-        same_xy = " and ".join(f"y.{quote_ident(k)} = x.{quote_ident(k)}" for k in keys)
-        picked = ", ".join(quote_ident(c) for c in rest)
-        for ident in (new_id, -new_id):
-            conn.execute(
-                f"insert into {o}({WORLD}, {SEQ}, _chronos_dead, {picked}) "
-                f"select {ident}, min(e.{SEQ}, {seq}), e._chronos_dead, "
-                + ", ".join(f"e.{quote_ident(c)}" for c in rest)
-                + f" from {o} e where e.{WORLD} = ? and not exists (select 1 from {wh} x "
-                f"where x.{WORLD} = ? and {same} and x._chronos_time > ?) "
-                f"union all select {ident}, {seq}, x._chronos_dead, "
-                + ", ".join(f"x.{quote_ident(c)}" for c in rest)
-                + f" from {wh} x where x.{WORLD} = ? and x._chronos_time > ? and x._chronos_op = 1 "
-                f"and not exists (select 1 from {wh} y where y.{WORLD} = ? and {same_xy} "
-                f"and y._chronos_time > ? and (y._chronos_time < x._chronos_time or "
-                f"(y._chronos_time = x._chronos_time and y.rowid < x.rowid)))",
-                (parent, parent, then, parent, then, parent, then),
-            )
-
-    def _copy_overlay_sql(self, n: int) -> str:
-        o = overlay_table(n)
-        cols = [r[1] for r in self._main.conn.execute(f"pragma table_info({o})")]
-        rest = ", ".join(quote_ident(c) for c in cols if c != WORLD)
-        return f"insert into {o}({WORLD}, {rest}) select ?, {rest} from {o} where {WORLD} = ?"
-
-    def discard(self, name: str, cascade: bool = False) -> list[World]:
-        """Throw a world (and with ``cascade`` its descendants) away. Returns what was discarded."""
-        world = self.world(name)
-        with self.write() as conn:
-            below = self.children(world, conn)
-            if below and not cascade:
-                names = ", ".join(w.name for w in below)
-                raise ChronosError(
-                    f"branch '{name}' has branches forked from it ({names}): discard those "
-                    f"first, or pass cascade=true (--cascade; in SQL DISCARD WORLD {name} CASCADE) "
-                    f"to discard them too",
-                    IN_USE,
-                )
-            gone = [*reversed(below), world]
-            for w in gone:
-                self.finish_world(conn, w.id)
-                self.record(conn, w.parent_id or 0, "discarded", detail={"branch": w.name})
-        for w in gone:
-            session = self._worlds.pop(w.id, None)
-            if session:
-                session.conn.close()
-        return gone
-
-    def finish_world(self, conn: apsw.Connection, world_id: int, state: str = "discarded") -> None:
-        worldschema.discard_ops(conn, world_id)  # (a merge has taken what it merged)
-        for (n,) in conn.execute("select id from _chronos_tables").fetchall():
-            conn.execute(
-                f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)
-            )
-            if self.has_table(conn, world_history_table(n)):  # (not for tables dropped before)
-                conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
-        conn.execute(
-            "update _chronos_worlds set state = ?, ended = ? where id = ?",
-            (state, time.time(), world_id),
-        )
-
-    @staticmethod
-    def has_table(conn: apsw.Connection, name: str) -> bool:
-        return bool(
-            conn.execute("select 1 from main.sqlite_schema where name = ?", (name,)).fetchone()
-        )
-
-    def set_meta(self, name: str, changes: dict) -> World:
-        """Merge ``changes`` into a world's metadata; a None value removes a key."""
-        if name == "main":
-            raise ChronosError("main has no metadata: set_meta works on a branch you forked")
-        with self.write() as conn:
-            world = self.world(name, conn)
-            meta = dict(world.meta)
-            for key, value in changes.items():
-                if value is None:
-                    meta.pop(key, None)
-                else:
-                    meta[key] = value
-            conn.execute(
-                "update _chronos_worlds set meta = ? where id = ?", (encode_meta(meta), world.id)
-            )
-        return self.world(name)
-
-    def begin_world_write(self, conn: apsw.Connection, mode: str, tick: bool = True) -> None:
-        """Before a write statement on a world: its conflict mode, the row count reset, and
-        (for a statement that writes) a new stamp of the world clock for the rows it writes."""
-        conn.execute(
-            f"update {CTX} set mode = ?, n = 0, seq = ?",
-            (MODES[mode], self.tick(conn) if tick else None),
-        )
-
-    @staticmethod
-    def rows_written(session: Session) -> int:
-        """Rows the last statement wrote: on a world its INSTEAD OF triggers count them (SQLite's
-        changes() is 0 for a view)."""
-        if session.world is not None:
-            return session.conn.execute(f"select n from {CTX}").fetchone()[0]
-        return session.conn.changes()
-
-    def bump_version(self, conn: apsw.Connection, world: World) -> None:
-        conn.execute("update _chronos_worlds set version = version + 1 where id = ?", (world.id,))
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -670,14 +362,14 @@ class Database:
         """A branch as it was at a moment (``main@-10 minutes``, ``task-1@10:00``): views of
         its tables as they were then, on a connection of its own; read only."""
         name, _, when_text = branch.partition("@")
-        return self.past_session(name, timetravel.checked_moment(self, when_text), branch)
+        return self.past_session(name, moments.checked_moment(self, when_text), branch)
 
     def past_session(self, name: str, when: float, branch: str) -> Session:
         """Branch ``name`` as it was at ``when`` (``branch``: how the caller spelled it)."""
         conn = self._main.conn
         if name == "main":
             tables = self.tables()
-            base = {n: timetravel.seq_at(conn, n, when) for n, _t in tables.values()}
+            base = {n: moments.seq_at(conn, n, when) for n, _t in tables.values()}
             world, at = World(0, "", branch, None, "main", base, 0, OWNER, {}, 0, when), None
         else:
             world = self.world(name)
@@ -710,13 +402,11 @@ class Database:
 
     def check_world_moment(self, world: World, when: float, asked: str) -> None:
         """A world reads as it was only since its fork, or its last rebase."""
-        since = self._main.conn.execute(
-            "select coalesce(rebased, created) from _chronos_worlds where id = ?", (world.id,)
-        ).fetchone()[0]
+        since = worlds.readable_since(self._main.conn, world)
         if when < since:
             raise ChronosError(
                 f"'{asked}': {world.name} didn't exist then as it is now (it was forked, or "
-                f"last rebased, at {timetravel.show_moment(since)}); give a later moment",
+                f"last rebased, at {moments.show_moment(since)}); give a later moment",
                 BAD_ARGUMENT,
             )
 
@@ -783,6 +473,12 @@ class Database:
                     pass
         session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
 
+    def close_session(self, world_id: int) -> None:
+        """A world ended: its connection goes."""
+        session = self._worlds.pop(world_id, None)
+        if session:
+            session.conn.close()
+
     @property
     def main(self) -> Session:
         return self._main
@@ -816,19 +512,6 @@ def _copy_user_views(conn: apsw.Connection) -> None:
 
 
 _VIEW_HEAD = re.compile(r"^\s*CREATE\s+VIEW\s+", re.IGNORECASE)
-
-
-def encode_meta(meta: Any) -> str:
-    if not isinstance(meta, dict):
-        raise ChronosError('\'meta\' must be a JSON object, e.g. {"task": "fix names"}')
-    text = json.dumps(meta, separators=(",", ":"), ensure_ascii=False)
-    if len(text.encode()) > MAX_META_BYTES:
-        raise ChronosError(
-            f"'meta' is {len(text.encode()):,} bytes of JSON; at most 65,536 (64 KB) are kept: "
-            f"store large notes elsewhere and put a reference in meta",
-            BAD_ARGUMENT,
-        )
-    return text
 
 
 __all__ = ["Database", "World", "Session", "DB_FILE"]

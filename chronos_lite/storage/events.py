@@ -15,7 +15,8 @@ from typing import Any
 
 import apsw
 
-from ..history.timetravel import show_moment
+from . import worlds
+from .moments import show_moment
 from .shadow import SEQ, TIME, history_table
 
 APP = "app"  # who wrote main directly (through SQLite itself, not chronos)
@@ -35,6 +36,13 @@ def record(
         "values (?, ?, ?, ?, ?, ?, ?)",
         (time.time(), world, kind, actor, run, rows, json.dumps(detail or {}, default=str)),
     )
+
+
+def tick(conn: apsw.Connection) -> int:
+    """Move the world clock on (inside the caller's write transaction); the new value."""
+    return conn.execute("update main._chronos_clock set seq = seq + 1 returning seq").fetchall()[0][
+        0
+    ]
 
 
 def positions(conn: apsw.Connection, tables: dict) -> dict[int, int]:
@@ -125,14 +133,10 @@ def branch_id(db: Any, branch: str) -> int:
     (its latest of that name): its history stays readable."""
     if branch == "main":
         return 0
-    row = db.main.conn.execute(
-        "select id from _chronos_worlds where name = ? order by state = 'open' desc, id desc "
-        "limit 1",
-        (branch,),
-    ).fetchone()
-    if row is None:
+    found = worlds.latest_named(db.main.conn, branch)
+    if found is None:
         return db.world(branch).id  # the usual 'no branch' refusal, naming the branches
-    return row[0]
+    return found
 
 
 def table_rows(found: list[dict[str, Any]]) -> list[list[Any]]:

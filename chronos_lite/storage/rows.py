@@ -15,7 +15,7 @@ import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
 from ..statements.sqltext import at_most, quote_ident
-from . import events, faults
+from . import events, faults, worlds, worldsql
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .worldsql import key_view
@@ -207,7 +207,7 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
     def run(conn: apsw.Connection) -> None:
         cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)
         cur.fetchall()
-        if not db.rows_written(session):
+        if not worldsql.rows_written(session):
             raise ChronosError(f"no row {t.name}/{id_text} on {session.branch}", NOT_FOUND)
 
     _write(db, session, run, {"delete": f"{t.name}/{id_text}"})
@@ -230,12 +230,12 @@ def _write(
         with db.write(conn):
             if session.world is not None:
                 tick = events.clock(conn) + 1
-                db.begin_world_write(conn, "replace")
+                worldsql.begin_world_write(conn, "replace")
             else:
                 before = events.positions(conn, db.tables())
             result = action(conn)
             if session.world is not None:
-                db.bump_version(conn, session.world)
+                worlds.bump_version(conn, session.world)
                 db.record(conn, session.world.id, "write", 1, {**what, "clock": [tick, tick]})
             else:
                 seqs = events.ranges(before, events.positions(conn, db.tables()))

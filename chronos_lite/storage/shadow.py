@@ -15,6 +15,8 @@ never reach our own object names):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import apsw
 
@@ -536,3 +538,21 @@ def drop_triggers(conn: apsw.Connection, table: str) -> None:
         (table,),
     ).fetchall():
         conn.execute(f"drop trigger {quote_ident(name)}")
+
+
+def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> None:
+    """Chronos' own tables added since the file was made (a read when there are none); each
+    change in a write transaction (``write``: the database's)."""
+    have = conn.execute(
+        "select count(*) from sqlite_schema where name in "
+        "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
+        "'_chronos_merge_rows')"
+    ).fetchall()[0][0]
+    if have < 4:
+        with write(conn):
+            install_base(conn)
+    if not conn.execute(
+        "select 1 from pragma_table_info('_chronos_worlds') where name = 'rebased'"
+    ).fetchall():
+        with write(conn):
+            conn.execute("alter table _chronos_worlds add column rebased REAL")

@@ -15,8 +15,12 @@ and UNIQUE, defaults, OR IGNORE / OR REPLACE) and draw integer keys from the sha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import apsw
 
 from ..statements.sqltext import quote_ident, quote_literal
+from . import events
 from .catalog import ROWID_COL, TableInfo
 from .shadow import (
     DEAD,
@@ -569,3 +573,20 @@ def world_objects(
                 delete_trigger(t, n, world),
             ]
     return out
+
+
+def begin_world_write(conn: apsw.Connection, mode: str, tick: bool = True) -> None:
+    """Before a write statement on a world: its conflict mode, the row count reset, and (for a
+    statement that writes) a new stamp of the world clock for the rows it writes."""
+    conn.execute(
+        f"update {CTX} set mode = ?, n = 0, seq = ?",
+        (MODES[mode], events.tick(conn) if tick else None),
+    )
+
+
+def rows_written(session: Any) -> int:
+    """Rows the last statement wrote: on a world its INSTEAD OF triggers count them (SQLite's
+    changes() is 0 for a view)."""
+    if session.world is not None:
+        return session.conn.execute(f"select n from {CTX}").fetchall()[0][0]
+    return session.conn.changes()

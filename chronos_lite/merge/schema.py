@@ -1,0 +1,146 @@
+"""A merge's schema steps: the world's own schema changes, each checked against the parent as
+it is now (a table the parent wrote since can't be dropped, a name taken is a conflict), then
+applied inside the merge's transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from .. import errors
+from ..errors import ChronosError
+from ..statements.sqltext import quote_ident
+from ..storage import events
+from ..storage.db import Database, Session
+from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
+from ..storage.worlds import World
+from ..storage.worldschema import Op, find_table, own_ops, stored_name
+
+
+@dataclass
+class Step:
+    op: Op
+    table: str  # the table's name now
+    conflict: str = ""  # why it can't merge; empty when it can
+    rows: int = 0  # a dropped table: the rows the parent loses with it
+
+    @property
+    def outcome(self) -> str:
+        return "conflict" if self.conflict else "apply"
+
+
+def steps(db: Database, world: World, parent: Session, only: set[str] | None = None) -> list[Step]:
+    """The world's own schema changes, each checked against the parent as it is now."""
+    conn = parent.conn
+    mine = db.tables_for(world)
+    theirs = db.tables_for(parent.world) if parent.world is not None else db.tables()
+    theirs_by_id = {n: (name, t) for name, (n, t) in theirs.items()}
+    created = set()
+    out = []
+    for op in own_ops(conn, world.id):
+        current = next((k for k, (n, _t) in mine.items() if n == op.table_id), op.name)
+        if only is not None and current not in only and op.name not in only:
+            continue
+        step = Step(op, current)
+        if op.kind == "create":
+            created.add(op.table_id)
+            if find_table(theirs, op.name):
+                step.conflict = f"{parent.branch} has a table named {op.name} too"
+        elif op.table_id in created:
+            pass
+        elif op.table_id not in theirs_by_id:
+            if op.kind == "add":
+                step.conflict = f"{parent.branch} dropped {op.name} since the fork"
+        elif op.kind == "add":
+            col = op.detail["column"]["name"]
+            pname, t = theirs_by_id[op.table_id]
+            if col.lower() in (c.lower() for c in t.column_names):
+                step.conflict = f"{parent.branch} has a column {col} in {pname} too"
+        elif _parent_wrote(conn, world, parent, op.table_id):
+            step.conflict = f"{parent.branch} changed rows of {op.name} since the fork"
+        else:
+            pname = theirs_by_id[op.table_id][0]
+            source = f"main.{quote_ident(pname)}" if parent.world is None else quote_ident(pname)
+            step.rows = conn.execute(f"select count(*) from {source}").fetchone()[0]
+        out.append(step)
+    return out
+
+
+def _parent_wrote(conn: apsw.Connection, world: World, parent: Session, n: int) -> bool:
+    if parent.world is None:
+        last = conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}")
+        return last.fetchone()[0] > world.base.get(n, 0)
+    return bool(
+        conn.execute(
+            f"select 1 from main.{overlay_table(n)} where {WORLD} = ? and {SEQ} > ? limit 1",
+            (parent.world.id, world.fork_seq),
+        ).fetchone()
+    )
+
+
+def conflict_error(
+    world: World, parent: str, found: list[Step], doing: str = "merging"
+) -> ChronosError:
+    where, again = ("into", "merge") if doing == "merging" else ("onto", "rebase")
+    lines = [
+        f"{doing} {world.name} {where} {parent}: schema changes that conflict, nothing was changed:"
+    ]
+    lines += [f"! {s.op.sql(s.table)} ({s.conflict})" for s in found]
+    lines.append(
+        f"change {world.name}'s schema to fit (drop the table and create it under another "
+        f"name), or change {parent}'s, then {again} again"
+    )
+    data = [{"table": s.table, "schema": s.op.sql(s.table), "detail": s.conflict} for s in found]
+    return ChronosError("\n".join(lines), errors.CONFLICT, data)
+
+
+def apply_steps(db: Database, world: World, parent: Session, todo: list[Step]) -> None:
+    """Make the changes on the parent (in the merge's transaction)."""
+    if not todo:
+        return
+    conn = parent.conn
+    if parent.world is None:
+        for s in todo:
+            _apply_on_main(conn, s.op)
+            conn.execute("delete from main._chronos_schema where id = ?", (s.op.id,))
+        db.follow_schema(conn)
+        for s in todo:
+            if s.op.kind == "create":
+                _counter_follows(conn, s.op)
+        return
+    for s in todo:
+        if s.op.kind == "drop":
+            conn.execute(
+                f"delete from main.{overlay_table(s.op.table_id)} where {WORLD} = ?",
+                (parent.world.id,),
+            )
+        conn.execute(
+            "insert into main._chronos_schema(world, clock, kind, table_id, name, detail) "
+            "select ?, ?, kind, table_id, name, detail from main._chronos_schema where id = ?",
+            (parent.world.id, events.tick(conn), s.op.id),
+        )
+        conn.execute("delete from main._chronos_schema where id = ?", (s.op.id,))
+    db.rebuild_world(parent)
+
+
+def _apply_on_main(conn: apsw.Connection, op: Op) -> None:
+    name = conn.execute(
+        "select name from main._chronos_tables where id = ?", (op.table_id,)
+    ).fetchone()[0]
+    if op.kind == "create":
+        conn.execute(f"ALTER TABLE main.{stored_name(op.table_id)} RENAME TO {quote_ident(name)}")
+    elif op.kind == "add":
+        conn.execute(f"ALTER TABLE main.{quote_ident(name)} ADD COLUMN {op.detail['column_sql']}")
+    else:
+        conn.execute(f"DROP TABLE main.{quote_ident(name)}")
+
+
+def _counter_follows(conn: apsw.Connection, op: Op) -> None:
+    """A created table's ids came from chronos' counter on the world; main's counter (now the
+    table's AUTOINCREMENT sequence) starts past them, so the world's later ids don't collide."""
+    conn.execute(
+        "update main.sqlite_sequence set seq = max(seq, (select hi from main._chronos_counters "
+        "where table_id = ?)) where name = ?",
+        (op.table_id, op.name),
+    )
