@@ -31,43 +31,42 @@ A missed target prints MISS; the exit status stays 0.
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import math
 import random
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import apsw
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_worlds import (  # noqa: E402  (a sibling script)
+from common import (
     BUSY_TIMEOUT_MS,
     CATEGORIES,
-    INSERT,
     TABLE,
-    UPDATE,
     Figure,
     apply,
+    arguments,
     best_of,
+    best_of_batches,
     change_plan,
     environment,
+    figure,
     in_transaction,
     label,
+    missed,
+    section,
     table,
+    work_folder,
+    write_batches,
+    write_json,
 )
 
-import chronos_lite  # noqa: E402
-from chronos_lite.history import prune  # noqa: E402
-from chronos_lite.storage import moments, shadow, worldsql  # noqa: E402
+import chronos_lite
+from chronos_lite.history import prune
+from chronos_lite.storage import moments, shadow, worldsql
 
-WORK = Path(__file__).resolve().parent / "_work"
 INDEX = "create index items_category on items(category)"
 # The same rows on both sides, without random(): chronos' table and the plain file must agree.
 LOAD = (
@@ -227,7 +226,7 @@ def time_reads(
     return best, answers
 
 
-def figure(
+def query_figure(
     name: str,
     q: Query,
     best: dict,
@@ -236,20 +235,11 @@ def figure(
     base_is: str,
     limit: float | None,
 ) -> Figure:
+    """Query ``q``'s time per query through runner ``mine`` next to runner ``base``."""
     per = len(q.params)
     value = best[(mine, q.name)] / per * q.scale
     base_value = best[(base, q.name)] / per * q.scale
-    ratio = value / base_value
-    return Figure(
-        name,
-        q.unit,
-        value,
-        base_value,
-        base_is,
-        ratio,
-        f"<= {limit:g}" if limit else "(info)",
-        ratio <= limit if limit else None,
-    )
+    return figure(name, q.unit, value, base_value, base_is, at_most=limit)
 
 
 # --- 1. AS OF on main -----------------------------------------------------------------------
@@ -304,9 +294,9 @@ def bench_main_as_of(s: Setup) -> list[Figure]:
     figures = []
     for q in qs:
         figures += [
-            figure(f"{q.name}, AS OF", q, best, "as of", "main", "main now", MAIN_AT),
-            figure(f"{q.name}, main@when", q, best, "main@", "main", "main now", None),
-            figure(
+            query_figure(f"{q.name}, AS OF", q, best, "as of", "main", "main now", MAIN_AT),
+            query_figure(f"{q.name}, main@when", q, best, "main@", "main", "main now", None),
+            query_figure(
                 f"{q.name}, AS OF in SQLite alone",
                 q,
                 best,
@@ -315,7 +305,9 @@ def bench_main_as_of(s: Setup) -> list[Figure]:
                 "main.items, same connection",
                 None,
             ),
-            figure(f"{q.name}, main now / plain", q, best, "main", "plain", "plain file", None),
+            query_figure(
+                f"{q.name}, main now / plain", q, best, "main", "plain", "plain file", None
+            ),
         ]
     return figures
 
@@ -362,9 +354,9 @@ def bench_world_as_of(s: Setup) -> list[Figure]:
     figures = []
     for q in qs:
         figures += [
-            figure(f"{q.name}, world AS OF", q, best, "as of", "w", "world now", WORLD_AT),
-            figure(f"{q.name}, w@when", q, best, "w@", "w", "world now", None),
-            figure(
+            query_figure(f"{q.name}, world AS OF", q, best, "as of", "w", "world now", WORLD_AT),
+            query_figure(f"{q.name}, w@when", q, best, "w@", "w", "world now", None),
+            query_figure(
                 f"{q.name}, world AS OF in SQLite alone",
                 q,
                 best,
@@ -383,38 +375,25 @@ def bench_world_as_of(s: Setup) -> list[Figure]:
 def bench_writes(s: Setup) -> list[Figure]:
     sizes, rng = s.sizes, s.rng
     main = s.db.session("main").conn
-    sides = {"chronos": main, "raw": s.plain}
-    best = dict.fromkeys(((side, k) for side in sides for k in ("insert", "update")), math.inf)
-    for r in range(sizes.write_rounds):
-        new = [
-            (rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new")
-            for _ in range(sizes.batch)
-        ]
-        ids = rng.sample(range(1, sizes.rows + 1), sizes.batch)
-        batch = {
-            "insert": (INSERT, new),
-            "update": (UPDATE, [(rng.randrange(100, 100_000) / 100, i) for i in ids]),
-        }
-        order = list(sides) if r % 2 == 0 else list(reversed(sides))
-        for kind, (sql, params) in batch.items():
-            for side in order:
-                seconds = in_transaction(sides[side], sql, params)
-                best[(side, kind)] = min(best[(side, kind)], seconds)
+    sides = {
+        "chronos": lambda sql, p: in_transaction(main, sql, p),
+        "raw": lambda sql, p: in_transaction(s.plain, sql, p),
+    }
+    best = best_of_batches(
+        sizes.write_rounds, sides, lambda: write_batches(sizes.batch, sizes.rows, rng)
+    )
     figures = []
     for kind in ("insert", "update"):
         rate = sizes.batch / best[("chronos", kind)]
         raw_rate = sizes.batch / best[("raw", kind)]
-        ratio = rate / raw_rate
         figures.append(
-            Figure(
+            figure(
                 f"{kind} rows/s, main with history",
                 "rows/s",
                 rate,
                 raw_rate,
                 "plain file",
-                ratio,
-                ">= 1/4",
-                ratio >= 1 / 4,
+                at_least=1 / 4,
             )
         )
     return figures
@@ -533,44 +512,29 @@ def header(env: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, finishes in seconds")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
+    args = arguments(__doc__, "small sizes, finishes in seconds").parse_args(argv)
     sizes = QUICK if args.quick else FULL
     env = environment(args.quick, sizes)
     print(header(env), flush=True)
-    WORK.mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="history-", dir=WORK))
     figures: list[Figure] = []
-    setup: Setup | None = None
-    try:
-        start = time.perf_counter()
-        setup = Setup(sizes, work)
-        print(f"  build {label(sizes.rows)} rows: {time.perf_counter() - start:.1f} s", flush=True)
-        for section, bench in (
+    with work_folder("history-") as work:
+        with section(f"build {label(sizes.rows)} rows"):
+            setup = Setup(sizes, work)
+        for name, bench in (
             ("AS OF on main", bench_main_as_of),
             ("AS OF on a world", bench_world_as_of),
             ("writes", bench_writes),
         ):
-            start = time.perf_counter()
-            figures += bench(setup)
-            print(f"  {section}: {time.perf_counter() - start:.1f} s", flush=True)
+            with section(name):
+                figures += bench(setup)
         setup.db.close()
         setup.plain.close()
-        start = time.perf_counter()
-        figures += bench_growth(sizes, work)
-        print(f"  file growth: {time.perf_counter() - start:.1f} s", flush=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        with section("file growth"):
+            figures += bench_growth(sizes, work)
     print()
     print(table(figures))
-    missed = [f.name for f in figures if f.passed is False]
-    print(f"\n{len(missed)} of {sum(f.passed is not None for f in figures)} targets missed")
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({**env, "figures": [asdict(f) for f in figures]}, indent=2) + "\n"
-        )
+    print(f"\n{missed(f.passed for f in figures)}")
+    write_json(args.json, {**env, "figures": [asdict(f) for f in figures]})
     return 0
 
 

@@ -26,19 +26,15 @@ A missed target prints MISS; the exit status stays 0.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from common import CHRONOS, arguments, verdict, work_folder, write_json
 
 import chronos_lite
 
-WORK = Path(__file__).resolve().parent / "_work"
-CHRONOS = str(Path(sys.executable).with_name("chronos"))
 TARGET = 0.1  # the smallest share at least this fraction of the largest
 
 TIGHT = """
@@ -105,15 +101,11 @@ def run(commands: dict[str, list[str]], seconds: float) -> dict[str, tuple[float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = arguments(__doc__, "3 s per phase instead of 10")
     parser.add_argument("--seconds", type=float, default=None)
-    parser.add_argument("--json", default=None)
     args = parser.parse_args()
     seconds = args.seconds or (3.0 if args.quick else 10.0)
-    WORK.mkdir(exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=WORK))
-    try:
+    with work_folder("locks-") as tmp:
         folder = tmp / "db"
         db = chronos_lite.init(folder)
         db.sql("create table log(id integer primary key, who text)")
@@ -121,8 +113,6 @@ def main() -> None:
         commands = writers(folder, seconds)
         alone = {name: run({name: cmd}, seconds)[name] for name, cmd in commands.items()}
         together = run(commands, seconds)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     print(f"chronos_lite {chronos_lite.__version__}: writers sharing main, {seconds:g} s a phase")
     print(f"{os.cpu_count()} CPUs; each writer its own process\n")
     head = f"{'writer':<26}{'alone /s':>10}{'together /s':>13}{'share':>8}{'failed':>8}"
@@ -137,16 +127,13 @@ def main() -> None:
     low, high = min(shares.values()), max(shares.values())
     ratio = low / high if high else 0.0
     raw = [together[n][0] for n in commands]
-    verdict = "PASS" if ratio >= TARGET and not any(together[n][1] for n in commands) else "MISS"
+    ok = ratio >= TARGET and not any(together[n][1] for n in commands)
     print(
         f"\nsmallest share / largest share: {ratio:.2f} (target >= {TARGET:g}, no failures): "
-        f"{verdict}"
+        f"{verdict(ok)}"
     )
     print(f"(raw rates together, slowest / fastest: {min(raw) / max(raw):.3f}, for information)")
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"seconds": seconds, "alone": alone, "together": together}, indent=2)
-        )
+    write_json(args.json, {"seconds": seconds, "alone": alone, "together": together})
 
 
 if __name__ == "__main__":

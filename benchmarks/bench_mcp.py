@@ -42,7 +42,6 @@ A missed target prints MISS; the exit status stays 0.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import cProfile
 import datetime
@@ -59,21 +58,26 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import apsw
+from common import (
+    CHRONOS,
+    aligned,
+    arguments,
+    missed,
+    revision,
+    section,
+    verdict,
+    work_folder,
+    write_json,
+)
 
 import chronos_lite
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_worlds import aligned, revision  # noqa: E402  (a sibling script)
-
-WORK = Path(__file__).resolve().parent / "_work"
-CHRONOS = str(Path(sys.executable).with_name("chronos"))
 DB_FILE = "chronos.db"  # where chronos keeps a folder's database
 ROWS = 10_000
 WORLD = "w"
@@ -599,7 +603,7 @@ def table(figs: list[Figure]) -> str:
                 f"{f.to_floor:.2f}x" if f.to_floor is not None else "-",
                 f"{f.to_reference:.2f}x" if f.to_reference is not None else "-",
                 f.target,
-                {True: "PASS", False: "MISS", None: ""}[f.passed],
+                verdict(f.passed),
             )
         )
     return aligned(lines)
@@ -670,10 +674,8 @@ def run_placement(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 calls per case, for CI")
+    parser = arguments(__doc__, "100 calls per case, for CI")
     parser.add_argument("--calls", type=int, help="timed calls per case (default 2,000)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument(
         "--placement",
         default="one,two",
@@ -713,34 +715,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  reference skipped: {reference_note}", flush=True)
     all_cases = cases(exe is not None)
 
-    WORK.mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="mcp-", dir=WORK))
     runs: dict[Placement, Run] = {}
-    try:
-        start = time.perf_counter()
-        folder = work / "db"
-        build(folder)
-        copy = work / "copy.sqlite"
-        copy_main(folder, copy)
-        floor_script = work / "floor_server.py"
-        floor_script.write_text(FLOOR_SERVER)
-        print(f"  database and copy: {time.perf_counter() - start:.1f} s", flush=True)
+    with work_folder("mcp-") as work:
+        with section("database and copy"):
+            folder = work / "db"
+            build(folder)
+            copy = work / "copy.sqlite"
+            copy_main(folder, copy)
+            floor_script = work / "floor_server.py"
+            floor_script.write_text(FLOOR_SERVER)
 
         commands = {"chronos": [CHRONOS, "mcp", str(folder)]}
         if exe is not None:
             commands["reference"] = [str(exe), "--db-path", str(copy)]
         commands["floor"] = [sys.executable, str(floor_script), str(copy)]
         for placement in where:
-            start = time.perf_counter()
-            runs[placement] = run_placement(placement, commands, all_cases, sizes, work)
-            took = time.perf_counter() - start
-            print(f"  round trips, {placement.describe()}: {took:.1f} s", flush=True)
+            with section(f"round trips, {placement.describe()}"):
+                runs[placement] = run_placement(placement, commands, all_cases, sizes, work)
         profiled = ""
         if args.profile:  # on the first placement's client CPU, alone
             with pinned(where[0].client):
                 profiled = profile(folder, all_cases, sizes.calls)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
     versions = next(iter(runs.values())).versions
     servers = {"chronos": "chronos mcp (safe mode)", "floor": "floor"}
@@ -756,24 +751,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{placement.describe()}\n")
         print(table(these))
         figs += these
-    missed = [f for f in figs if f.passed is False]
-    print(f"\n{len(missed)} of {sum(f.passed is not None for f in figs)} targets missed")
+    print(f"\n{missed(f.passed for f in figs)}")
     if profiled:
         print(profiled)
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    **env,
-                    "reference": reference_note,
-                    "protocols": versions,
-                    "placements": {p.name: p.describe() for p in runs},
-                    "figures": [asdict(f) for f in figs],
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+    write_json(
+        args.json,
+        {
+            **env,
+            "reference": reference_note,
+            "protocols": versions,
+            "placements": {p.name: p.describe() for p in runs},
+            "figures": [asdict(f) for f in figs],
+        },
+    )
     return 0
 
 

@@ -11,11 +11,11 @@ machine is shared and noisy, so ratios and best-of-N times are what to compare.
 
     .venv/bin/python benchmarks/bench_merge.py            # full sizes
     .venv/bin/python benchmarks/bench_merge.py --quick    # small sizes, seconds
+    .venv/bin/python benchmarks/bench_merge.py --json out.json
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import shutil
 import sys
@@ -23,13 +23,9 @@ import time
 from pathlib import Path
 
 import apsw
+from common import arguments, build_plain, environment, raw_copy, verdict, work_folder, write_json
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_worlds import build_plain, raw_copy  # noqa: E402  (a sibling script)
-
-import chronos_lite  # noqa: E402
-
-WORK = Path(__file__).resolve().parent / "_work" / "merge"
+import chronos_lite
 
 
 def change_script(count: int, size: int, rng: random.Random) -> list[tuple[str, tuple]]:
@@ -99,15 +95,11 @@ def best(rounds: int, fn) -> tuple:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes")
-    args = parser.parse_args()
+    args = arguments(__doc__, "small sizes").parse_args()
     small, big, changes, many = (
         (2_000, 50_000, 200, 2_000) if args.quick else (10_000, 1_000_000, 1_000, 10_000)
     )
     rounds = 2 if args.quick else 3
-    shutil.rmtree(WORK, ignore_errors=True)
-    WORK.mkdir(parents=True)
     rng = random.Random(7)
     print(
         f"chronos_lite {chronos_lite.__version__} merge benchmarks, SQLite "
@@ -115,21 +107,39 @@ def main() -> int:
     )
     print(f"{'case':<34}{'diff':>10}{'again':>10}{'merge':>10}{'raw apply':>11}{'merge/raw':>11}")
     figures = {}
-    for size, count in ((small, changes), (big, changes), (big if args.quick else 100_000, many)):
-        plain = WORK / f"plain-{size}.sqlite"
-        if not plain.exists():
-            build_plain(plain, size)
-        script = change_script(count, size, rng)
-        raw = min(run_raw(plain, script, WORK / "raw.sqlite") for _ in range(rounds))
-        cold, warm, merge_s, n = best(
-            rounds, lambda p=plain, s=script: run_chronos(p, s, WORK / "db")
-        )
-        label = f"{n:,} changes in {size:,} rows"
-        figures[(size, count)] = (warm, merge_s)
-        print(
-            f"{label:<34}{cold * 1e3:>8.1f}ms{warm * 1e3:>8.1f}ms{merge_s * 1e3:>8.1f}ms"
-            f"{raw * 1e3:>9.1f}ms{merge_s / raw:>10.1f}x"
-        )
+    cases = []
+    with work_folder("merge-") as work:
+        for size, count in (
+            (small, changes),
+            (big, changes),
+            (big if args.quick else 100_000, many),
+        ):
+            plain = work / f"plain-{size}.sqlite"
+            if not plain.exists():
+                build_plain(plain, size)
+            script = change_script(count, size, rng)
+            raw = min(run_raw(plain, script, work / "raw.sqlite") for _ in range(rounds))
+            cold, warm, merge_s, n = best(
+                rounds, lambda p=plain, s=script: run_chronos(p, s, work / "db")
+            )
+            label = f"{n:,} changes in {size:,} rows"
+            figures[(size, count)] = (warm, merge_s)
+            cases.append(
+                {
+                    "case": label,
+                    "rows": size,
+                    "changes": n,
+                    "diff_ms": cold * 1e3,
+                    "again_ms": warm * 1e3,
+                    "merge_ms": merge_s * 1e3,
+                    "raw_apply_ms": raw * 1e3,
+                    "merge_to_raw": merge_s / raw,
+                }
+            )
+            print(
+                f"{label:<34}{cold * 1e3:>8.1f}ms{warm * 1e3:>8.1f}ms{merge_s * 1e3:>8.1f}ms"
+                f"{raw * 1e3:>9.1f}ms{merge_s / raw:>10.1f}x"
+            )
     d_small, m_small = figures[(small, changes)]
     d_big, m_big = figures[(big, changes)]
     m_many = figures[(big if args.quick else 100_000, many)][1]
@@ -140,8 +150,19 @@ def main() -> int:
     ]
     print()
     for label, value, target, ok in checks:
-        print(f"{label:<34}{value:>10.2f}  target {target:<8}{'PASS' if ok else 'MISS'}")
-    shutil.rmtree(WORK, ignore_errors=True)
+        print(f"{label:<34}{value:>10.2f}  target {target:<8}{verdict(ok)}")
+    sizes = {"small": small, "big": big, "changes": changes, "many": many, "rounds": rounds}
+    write_json(
+        args.json,
+        {
+            **environment(args.quick, sizes),
+            "cases": cases,
+            "checks": [
+                {"check": label, "value": value, "target": target, "passed": ok}
+                for label, value, target, ok in checks
+            ],
+        },
+    )
     return 0
 
 

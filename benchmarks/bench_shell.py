@@ -24,18 +24,15 @@ A missed target prints MISS; the exit status stays 0.
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
+from common import CHRONOS, arguments, best_of, revision, timed, verdict, work_folder, write_json
 
 import chronos_lite
 from chronos_lite import render
@@ -43,24 +40,10 @@ from chronos_lite.operations.registry import REGISTRY
 from chronos_lite.shell.session import Shell
 from chronos_lite.statements import chronos as statements
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_worlds import revision  # noqa: E402  (a sibling script)
-
-WORK = Path(__file__).resolve().parent / "_work"
-CHRONOS = str(Path(sys.executable).with_name("chronos"))
 ROWS = 10_000
 # The issue names no targets for the shell: the figures are for information, and the
 # shell's own share (next to the registry's sql call it makes) is what to watch.
 TARGETS: dict[str, float] = {}
-
-
-def fastest(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, float]:
-    best = {name: float("inf") for name in sides}
-    names = list(sides)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else reversed(names):
-            best[name] = min(best[name], sides[name]())
-    return best
 
 
 def build(folder: Path) -> Path:
@@ -161,26 +144,19 @@ def startup(folder: Path, plain: Path) -> dict[str, Callable[[], float]]:
         "print(c.execute('select 1').fetchall())"
     )
 
-    def timed(argv: list[str]) -> float:
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
-        return time.perf_counter() - start
+    def run(argv: list[str]) -> float:
+        return timed(lambda: subprocess.run(argv, check=True, capture_output=True))
 
     return {
-        "chronos": lambda: timed([CHRONOS, str(folder), "-c", "select 1"]),
-        "plain": lambda: timed([sys.executable, "-c", probe, str(plain)]),
+        "chronos": lambda: run([CHRONOS, str(folder), "-c", "select 1"]),
+        "plain": lambda: run([sys.executable, "-c", probe, str(plain)]),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
-    parser.add_argument("--json", help="also write the figures to this file")
-    ns = parser.parse_args()
+    ns = arguments(__doc__, "small sizes (for CI)").parse_args()
     rounds, selects, writes, starts = (3, 200, 20, 2) if ns.quick else (7, 2000, 200, 7)
-    WORK.mkdir(exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=WORK))
-    try:
+    with work_folder("shell-") as tmp:
         folder = tmp / "shop"
         plain_path = build(folder)
         db = chronos_lite.open(folder)
@@ -194,31 +170,28 @@ def main() -> None:
             ("start and answer (new process)", startup(folder, plain_path)),
         ]:
             n = starts if label.startswith("start") else rounds
-            best = fastest(n, sides)
+            best = best_of(n, sides)
             rows.append((label, best["chronos"], best["plain"], TARGETS.get(label)))
         parse_us = parse_cost(2000 if ns.quick else 20000) * 1e6
         db.close()
         plain.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     print(f"chronos shell benchmark ({revision()}, {ROWS:,} rows; fastest of each side's rounds)")
     print(f"{'case':<34}{'chronos':>12}{'plain':>12}{'ratio':>8}  target")
     missed = 0
     figures = {}
     for label, ours, base, target in rows:
         ratio = ours / base
-        verdict = ""
+        result = ""
         if target is not None:
             ok = ratio <= target
             missed += not ok
-            verdict = f"<= {target:g}x {'PASS' if ok else 'MISS'}"
-        print(f"{label:<34}{ours * 1e3:>9.3f} ms{base * 1e3:>9.3f} ms{ratio:>7.2f}x  {verdict}")
+            result = f"<= {target:g}x {verdict(ok)}"
+        print(f"{label:<34}{ours * 1e3:>9.3f} ms{base * 1e3:>9.3f} ms{ratio:>7.2f}x  {result}")
         figures[label] = {"chronos_ms": ours * 1e3, "plain_ms": base * 1e3, "ratio": ratio}
     print(f"{'parsing a chronos statement':<34}{parse_us:>9.1f} µs")
     figures["parse_us"] = parse_us
     print(f"targets missed: {missed}")
-    if ns.json:
-        Path(ns.json).write_text(json.dumps(figures, indent=2))
+    write_json(ns.json, figures)
 
 
 if __name__ == "__main__":

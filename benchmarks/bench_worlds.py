@@ -29,31 +29,39 @@ A missed target prints MISS; the exit status stays 0.
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
 import math
-import os
-import platform
 import random
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import apsw
+from common import (
+    CATEGORIES,
+    Figure,
+    apply,
+    arguments,
+    best_of,
+    best_of_batches,
+    build_plain,
+    change_plan,
+    environment,
+    figure,
+    in_transaction,
+    label,
+    missed,
+    raw_copy,
+    section,
+    table,
+    timed,
+    work_folder,
+    write_batches,
+    write_json,
+)
 
 import chronos_lite
-
-WORK = Path(__file__).resolve().parent / "_work"
-TABLE = "create table items(id integer primary key, category int, price real, name text)"
-CATEGORIES = 100
-BUSY_TIMEOUT_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -72,85 +80,9 @@ FULL = Sizes(10_000, 1_000_000, 41, 200_000, 2_000, 100_000, 5_000, 5)
 QUICK = Sizes(1_000, 100_000, 15, 10_000, 300, 10_000, 1_000, 3)
 
 
-@dataclass
-class Figure:
-    """One line of the result table."""
-
-    name: str
-    unit: str  # of chronos and base
-    chronos: float
-    base: float | None
-    base_is: str  # what the base is
-    ratio: float | None
-    target: str
-    passed: bool | None  # None: for information only
-
-
-# --- building the data ----------------------------------------------------------------------
-
-
-def rows(first: int, count: int, rng: random.Random) -> Iterable[tuple]:
-    for i in range(first, first + count):
-        yield i, rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, f"item {i}"
-
-
-def build_plain(path: Path, count: int, index: bool = False, seed: int = 1) -> Path:
-    """A plain SQLite file (WAL) holding ``items`` with ``count`` rows."""
-    conn = apsw.Connection(str(path))
-    conn.execute("pragma journal_mode = wal").fetchall()
-    conn.execute(TABLE)
-    conn.execute("BEGIN")
-    conn.executemany("insert into items values (?, ?, ?, ?)", rows(1, count, random.Random(seed)))
-    conn.execute("COMMIT")
-    if index:
-        conn.execute("create index items_category on items(category)")
-    conn.close()
-    return path
-
-
 def adopt(plain: Path, folder: Path) -> chronos_lite.Chronos:
     """A chronos database whose main is a copy of ``plain`` (no history written)."""
     return chronos_lite.init(folder, from_file=plain)
-
-
-def raw_copy(plain: Path, path: Path) -> apsw.Connection:
-    """A plain SQLite copy of ``plain``, opened with the pragmas of chronos' main connection."""
-    shutil.copyfile(plain, path)
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    conn.execute("pragma synchronous = full; pragma foreign_keys = on")
-    return conn
-
-
-# --- timing ---------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def best_of(rounds: int, jobs: dict[str, Callable[[], float]]) -> dict[str, float]:
-    """Run every job once per round, interleaved (order reversed every other round);
-    each job returns the seconds it measured; keep each job's fastest round."""
-    best = dict.fromkeys(jobs, math.inf)
-    names = list(jobs)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else reversed(names):
-            best[name] = min(best[name], jobs[name]())
-    return best
-
-
-def in_transaction(conn: apsw.Connection, sql: str, params: list[tuple]) -> float:
-    """Seconds for one write transaction running ``sql`` once per parameter tuple."""
-
-    def run() -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(sql, params)
-        conn.execute("COMMIT")
-
-    return timed(run)
 
 
 # --- 1. fork --------------------------------------------------------------------------------
@@ -187,55 +119,20 @@ def bench_fork(sizes: Sizes, work: Path) -> list[Figure]:
         )
         for n in (small, big)
     ]
-    growth = median[big] / median[small]
     figures.append(
-        Figure(
+        figure(
             f"fork {label(big)} / fork {label(small)}",
             "ms",
             median[big],
             median[small],
             f"fork {label(small)}",
-            growth,
-            "<= 1.5",
-            growth <= 1.5,
+            at_most=1.5,
         )
     )
     return figures
 
 
 # --- 2. reads in a world --------------------------------------------------------------------
-
-
-def change_plan(count: int, rng: random.Random) -> list[tuple[str, tuple]]:
-    """1% of ``count`` rows changed: 80% of them updated, 10% deleted, and as many new rows
-    inserted as were deleted (so the table keeps its size)."""
-    ids = rng.sample(range(1, count + 1), max(count // 100, 8))
-    plan = []
-    for k, i in enumerate(ids):
-        if k % 10 == 0:
-            plan.append(("delete from items where id = ?", (i,)))
-        elif k % 10 == 1:
-            plan.append(
-                (
-                    "insert into items(category, price, name) values (?, ?, ?)",
-                    (rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new"),
-                )
-            )
-        else:
-            plan.append(
-                (
-                    "update items set price = ?, category = ? where id = ?",
-                    (rng.randrange(100, 100_000) / 100, rng.randrange(CATEGORIES), i),
-                )
-            )
-    return plan
-
-
-def apply(db: chronos_lite.Chronos, world: str, plan: list[tuple[str, tuple]]) -> None:
-    conn = db.session(world).conn
-    with db.write(conn):
-        for sql, params in plan:
-            conn.execute(sql, params)
 
 
 def read_jobs(conn: apsw.Connection, ids: list[int], cats: list[int]) -> dict[str, Callable]:
@@ -313,40 +210,15 @@ def bench_reads(sizes: Sizes, work: Path) -> list[Figure]:
         base = best[("main", q)] / count * scale
         for depth in ("depth 1", "depth 8"):
             value = best[(depth, q)] / count * scale
-            ratio = value / base
             figures.append(
-                Figure(
-                    f"{q}, world {depth}",
-                    unit,
-                    value,
-                    base,
-                    "same query on main",
-                    ratio,
-                    f"<= {limit}",
-                    ratio <= limit,
+                figure(
+                    f"{q}, world {depth}", unit, value, base, "same query on main", at_most=limit
                 )
             )
     return figures
 
 
 # --- 3 and 4. writes ------------------------------------------------------------------------
-
-
-INSERT = "insert into items(category, price, name) values (?, ?, ?)"
-UPDATE = "update items set price = ? where id = ?"
-
-
-def batches(sizes: Sizes, rng: random.Random) -> dict[str, tuple[str, list[tuple]]]:
-    """A fresh batch of each kind: new rows, and updates of distinct existing rows."""
-    new = [
-        (rng.randrange(CATEGORIES), rng.randrange(100, 100_000) / 100, "new")
-        for _ in range(sizes.batch)
-    ]
-    ids = rng.sample(range(1, sizes.write_rows + 1), sizes.batch)
-    return {
-        "insert": (INSERT, new),
-        "update": (UPDATE, [(rng.randrange(100, 100_000) / 100, i) for i in ids]),
-    }
 
 
 class WorldWriter:
@@ -380,13 +252,9 @@ def bench_writes(sizes: Sizes, work: Path) -> list[Figure]:
         "main, 100 worlds": lambda sql, p: in_transaction(main100.session("main").conn, sql, p),
     }
     rng = random.Random(3)
-    best = dict.fromkeys(((w, k) for w in writers for k in ("insert", "update")), math.inf)
-    for r in range(sizes.rounds):
-        batch = batches(sizes, rng)
-        order = list(writers) if r % 2 == 0 else list(reversed(writers))
-        for kind, (sql, params) in batch.items():
-            for w in order:
-                best[(w, kind)] = min(best[(w, kind)], writers[w](sql, params))
+    best = best_of_batches(
+        sizes.rounds, writers, lambda: write_batches(sizes.batch, sizes.write_rows, rng)
+    )
     raw.close()
     for db in (in_world, main0, main100):
         db.close()
@@ -396,78 +264,20 @@ def bench_writes(sizes: Sizes, work: Path) -> list[Figure]:
         raw_rate = sizes.batch / best[("raw", kind)]
         for w, limit in targets.items():
             rate = sizes.batch / best[(w, kind)]
-            ratio = rate / raw_rate
             figures.append(
-                Figure(
+                figure(
                     f"{kind} rows/s, {w}",
                     "rows/s",
                     rate,
                     raw_rate,
                     "raw SQLite file",
-                    ratio,
-                    f">= 1/{round(1 / limit)}" if limit else "(info)",
-                    ratio >= limit if limit else None,
+                    at_least=limit,
                 )
             )
     return figures
 
 
 # --- output ---------------------------------------------------------------------------------
-
-
-def label(n: int) -> str:
-    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1_000}k"
-
-
-def number(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "rows/s":
-        return f"{value:,.0f}/s"
-    return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-
-
-def table(figures: list[Figure]) -> str:
-    head = ("benchmark", "chronos", "base", "ratio", "target", "result")
-    lines = [head]
-    for f in figures:
-        result = {True: "PASS", False: "MISS", None: ""}[f.passed]
-        ratio = "-" if f.ratio is None else f"{f.ratio:.{2 if f.ratio >= 0.1 else 3}f}x"
-        lines.append(
-            (f.name, number(f.chronos, f.unit), number(f.base, f.unit), ratio, f.target, result)
-        )
-    return aligned(lines)
-
-
-def revision() -> str:
-    """The commit of the code measured, '+dirty' if chronos_lite/ has uncommitted changes."""
-    package = Path(chronos_lite.__file__).resolve().parent
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=package, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        dirty = git("status", "--porcelain", "--", ".")
-        return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def environment(quick: bool, sizes: Sizes) -> dict:
-    return {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "mode": "quick" if quick else "full",
-        "sizes": asdict(sizes),
-        "python": platform.python_version(),
-        "sqlite": apsw.sqlite_lib_version(),
-        "apsw": apsw.apsw_version() if hasattr(apsw, "apsw_version") else apsw.apswversion(),
-        "chronos_lite": chronos_lite.__version__,
-        "revision": revision(),
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
-    }
 
 
 def header(env: dict) -> str:
@@ -485,49 +295,24 @@ def header(env: dict) -> str:
     )
 
 
-def aligned(lines: list[tuple[str, ...]]) -> str:
-    """A table of text cells: the first line its head, the first column left-aligned."""
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    out = []
-    for k, line in enumerate(lines):
-        rest = zip(line[1:], widths[1:], strict=True)
-        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in rest]
-        out.append("  ".join(cells).rstrip())
-        if k == 0:
-            out.append("-" * len(out[0]))
-    return "\n".join(out)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, finishes in seconds")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    args = parser.parse_args(argv)
+    args = arguments(__doc__, "small sizes, finishes in seconds").parse_args(argv)
     sizes = QUICK if args.quick else FULL
     env = environment(args.quick, sizes)
     print(header(env), flush=True)
-    WORK.mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="run-", dir=WORK))
     figures: list[Figure] = []
-    try:
-        for section, bench in (
+    with work_folder("run-") as work:
+        for name, bench in (
             ("fork", bench_fork),
             ("reads", bench_reads),
             ("writes", bench_writes),
         ):
-            start = time.perf_counter()
-            figures += bench(sizes, work)
-            print(f"  {section}: {time.perf_counter() - start:.1f} s", flush=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            with section(name):
+                figures += bench(sizes, work)
     print()
     print(table(figures))
-    missed = [f.name for f in figures if f.passed is False]
-    print(f"\n{len(missed)} of {sum(f.passed is not None for f in figures)} targets missed")
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({**env, "figures": [asdict(f) for f in figures]}, indent=2) + "\n"
-        )
+    print(f"\n{missed(f.passed for f in figures)}")
+    write_json(args.json, {**env, "figures": [asdict(f) for f in figures]})
     return 0
 
 

@@ -33,7 +33,6 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -41,6 +40,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from strategies import MAX_OPEN, branch_of, free_world_name, machine_settings, world_of
 
 import chronos_lite
 from chronos_lite import ChronosError
@@ -51,15 +51,13 @@ create table kv(k text primary key, v text, n int);
 create table bag(name text, n int);
 """
 
-WORLD_NAMES = ("w0", "w1", "w2", "w3", "w4", "w5")
-MAX_OPEN = 5
-
 IDS = st.integers(min_value=1, max_value=12)
 NS = st.integers(min_value=0, max_value=6)
 NAMES = st.sampled_from(["a", "b", "c"])
 KEYS = st.sampled_from(["k1", "k2", "k3", "a,b", "o'q", "k 4", ""])
 BAG_NAMES = st.sampled_from(["a", "b", None])
 MODS = st.integers(min_value=0, max_value=2)
+VALUES = st.tuples(NAMES, NS)  # a row of t or kv past its key
 
 
 class Branch:
@@ -115,10 +113,10 @@ class Base(RuleBasedStateMachine):
         return ["main", *self.worlds()]
 
     def pick_branch(self, data: st.DataObject) -> str:
-        return data.draw(st.sampled_from(self.branches()), label="branch")
+        return data.draw(branch_of(self.parent), label="branch")
 
     def pick_world(self, data: st.DataObject) -> str:
-        return data.draw(st.sampled_from(self.worlds()), label="world")
+        return data.draw(world_of(self.parent), label="world")
 
     def new_tag(self) -> str:
         self.tags += 1
@@ -161,8 +159,7 @@ class Base(RuleBasedStateMachine):
     @precondition(lambda self: len(self.parent) < MAX_OPEN)
     @rule(data=st.data())
     def fork(self, data: st.DataObject) -> None:
-        free = [w for w in WORLD_NAMES if w not in self.parent]
-        name = data.draw(st.sampled_from(free), label="name")
+        name = data.draw(free_world_name(self.parent), label="name")
         source = self.pick_branch(data)
         if source == "main":
             world = self.db.fork(name) if data.draw(st.booleans()) else self.db.fork(name, "main")
@@ -245,9 +242,7 @@ class IntKeyRules:
     expect_error: Any
 
     def seed_t(self, data: st.DataObject) -> None:
-        rows = data.draw(
-            st.dictionaries(IDS, st.tuples(NAMES, NS), min_size=1, max_size=5), label="t rows"
-        )
+        rows = data.draw(st.dictionaries(IDS, VALUES, min_size=1, max_size=5), label="t rows")
         for i, (name, n) in rows.items():
             self.db.sql("insert into t(id, name, n) values ($1, $2, $3)", i, name, n)
             self.model["main"].t[i] = (i, name, n)
@@ -516,9 +511,7 @@ class TextKeyRules:
     expect_error: Any
 
     def seed_kv(self, data: st.DataObject) -> None:
-        rows = data.draw(
-            st.dictionaries(KEYS, st.tuples(NAMES, NS), min_size=1, max_size=4), label="kv rows"
-        )
+        rows = data.draw(st.dictionaries(KEYS, VALUES, min_size=1, max_size=4), label="kv rows")
         for k, (v, n) in rows.items():
             self.db.sql("insert into kv(k, v, n) values ($1, $2, $3)", k, v, n)
             self.model["main"].kv[k] = (k, v, n)
@@ -735,22 +728,10 @@ class AllTablesMachine(IntKeyRules, TextKeyRules, NoKeyRules, Base):
     TABLES = ("t", "kv", "bag")
 
 
-def _settings(examples: int, steps: int) -> settings:
-    return settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        report_multiple_bugs=False,
-        # The explain phase re-runs a failing case under a tracer: minutes for a state machine.
-        phases=[p for p in Phase if p is not Phase.explain],
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
-
-
-IntKeyMachine.TestCase.settings = _settings(100, 50)
-TextKeyMachine.TestCase.settings = _settings(80, 50)
-NoKeyMachine.TestCase.settings = _settings(100, 50)
-AllTablesMachine.TestCase.settings = _settings(40, 50)
+IntKeyMachine.TestCase.settings = machine_settings(100, 50)
+TextKeyMachine.TestCase.settings = machine_settings(80, 50)
+NoKeyMachine.TestCase.settings = machine_settings(100, 50)
+AllTablesMachine.TestCase.settings = machine_settings(40, 50)
 
 TestIntegerKey = IntKeyMachine.TestCase
 TestTextKey = TextKeyMachine.TestCase

@@ -37,7 +37,6 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -45,6 +44,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from strategies import MAX_OPEN, branch_of, free_world_name, machine_settings, world_of
 
 import chronos_lite
 from chronos_lite import ChronosError
@@ -56,13 +56,11 @@ create table kv(k text primary key, v text, n int);
 TABLES = {"t": ("id", "v", "n"), "kv": ("k", "v", "n")}
 KEY_SPACE = {"t": [1, 2, 3, 4, 5, 6], "kv": ["a", "b", "c", "d", "e", "f"]}
 
-WORLD_NAMES = ("w0", "w1", "w2", "w3", "w4", "w5")
-MAX_OPEN = 5
-
 TABLE = st.sampled_from(sorted(TABLES))
 VS = st.sampled_from(["x", "y", "z"])
 NS = st.integers(min_value=0, max_value=3)
 RESOLVE = st.sampled_from(["fail", "ours", "theirs"])
+WRITE = st.sampled_from(["insert", "update", "update", "delete"])  # updates twice as often
 
 Row = tuple
 Key = tuple[str, Any]  # (table, key value)
@@ -225,7 +223,7 @@ class MergeMachine(RuleBasedStateMachine):
         assert info.value.code == "55006", info.value
 
     def pick_world(self, data: st.DataObject) -> str:
-        return data.draw(st.sampled_from(sorted(self.worlds)), label="world")
+        return data.draw(world_of(self.worlds), label="world")
 
     def any_written(self) -> bool:
         return any(m.written for m in self.worlds.values())
@@ -278,8 +276,8 @@ class MergeMachine(RuleBasedStateMachine):
     @precondition(lambda self: len(self.worlds) < MAX_OPEN)
     @rule(data=st.data())
     def fork(self, data: st.DataObject) -> None:
-        name = data.draw(st.sampled_from([w for w in WORLD_NAMES if w not in self.worlds]))
-        source = data.draw(st.sampled_from(self.branches()), label="from")
+        name = data.draw(free_world_name(self.worlds))
+        source = data.draw(branch_of(self.worlds), label="from")
         self.db.fork(name, source)
         rows = self.rows(source)
         self.worlds[name] = WorldModel(source, copy_rows(rows), copy_rows(rows))
@@ -353,7 +351,7 @@ class MergeMachine(RuleBasedStateMachine):
             key = self.pick_key(data, table)
             if hot and data.draw(st.booleans(), label="hot?"):
                 table, key = data.draw(st.sampled_from(hot), label="hot key")
-            op = data.draw(st.sampled_from(["insert", "update", "update", "delete"]), label="op")
+            op = data.draw(WRITE, label="op")
             v, n = data.draw(VS, label="v"), data.draw(NS, label="n")
             self.write_one(branch, table, key, op, v, n, raw)
 
@@ -385,14 +383,14 @@ class MergeMachine(RuleBasedStateMachine):
         table = data.draw(TABLE, label="table")
         key = self.pick_key(data, table)
         for branch in [world, parent] if world_first else [parent, world]:
-            op = data.draw(st.sampled_from(["insert", "update", "update", "delete"]), label="op")
+            op = data.draw(WRITE, label="op")
             v, n = data.draw(VS, label="v"), data.draw(st.integers(0, 1), label="n")
             self.write_one(branch, table, key, op, v, n, raw and branch == "main")
 
     @rule(data=st.data(), table=TABLE, raw=st.booleans())
     def bump_even(self, data: st.DataObject, table: str, raw: bool) -> None:
         """One statement writing several rows (main through either client, or a world)."""
-        branch = "main" if raw else data.draw(st.sampled_from(self.branches()), label="branch")
+        branch = "main" if raw else data.draw(branch_of(self.worlds), label="branch")
         sql = f"update {table} set n = n + 1 where n % 2 = 0"
         if raw:
             self.raw.execute(sql)
@@ -565,14 +563,8 @@ class MergeMachine(RuleBasedStateMachine):
             assert got == want, f"diff of {world}"
 
 
-MergeMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("MERGE_PROPERTY_EXAMPLES", "120")),
-    stateful_step_count=40,
-    deadline=None,
-    report_multiple_bugs=False,
-    # The explain phase re-runs a failing case under a tracer: minutes for a state machine.
-    phases=[p for p in Phase if p is not Phase.explain],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+MergeMachine.TestCase.settings = machine_settings(
+    int(os.environ.get("MERGE_PROPERTY_EXAMPLES", "120")), 40
 )
 TestMergeModel = MergeMachine.TestCase
 

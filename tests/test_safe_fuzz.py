@@ -56,6 +56,7 @@ WEIRD = ["", " ", "x y", '"; drop table users; --', "ü🙂", "a\u0000b", "\ud80
 moment = st.sampled_from(["-1 seconds", "-1 hours", "2020-01-01", "tomorrow", "-1e400 s"])
 target = st.sampled_from(TARGETS)
 table = st.sampled_from(TABLES)
+weird = st.sampled_from(WEIRD)
 value = st.sampled_from(["1", "'x'", "null", "randomblob(100000)", "zeroblob(900000000)", "$1"])
 
 
@@ -167,7 +168,7 @@ statement = st.one_of(
     st.sampled_from(CHRONOS),
     st.sampled_from(SPINS),
     st.sampled_from(READS),
-    st.sampled_from(WEIRD),
+    weird,
 )
 
 
@@ -180,10 +181,8 @@ def sql_text(draw) -> str:
 
 
 # its own world most often: there its writes run, and the guard has most to check
-branch = st.one_of(st.just("mine"), st.sampled_from(BRANCHES), st.sampled_from(WEIRD))
-name_or_id = st.one_of(
-    st.sampled_from(["1", "2", "999", "1/2", "mine", "outside"]), st.sampled_from(WEIRD)
-)
+branch = st.one_of(st.just("mine"), st.sampled_from(BRANCHES), weird)
+name_or_id = st.one_of(st.sampled_from(["1", "2", "999", "1/2", "mine", "outside"]), weird)
 record = st.dictionaries(
     st.sampled_from(["name", "id", "qty", "_chronos_world", "rowid", "x y", "\ud800"]),
     st.sampled_from([1, "x", None, "\u0000", 2**63 - 1, 1.5]),

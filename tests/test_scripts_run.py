@@ -33,9 +33,11 @@ def test_quickstart_example_runs(tmp_path):
     assert "Ada L." in proc.stdout and "discarded branch task-1" in proc.stdout
 
 
-def test_merge_benchmark_quick_run_completes():
-    proc = _run("benchmarks/bench_merge.py", "--quick")
+def test_merge_benchmark_quick_run_completes(tmp_path):
+    out = tmp_path / "figures.json"
+    proc = _run("benchmarks/bench_merge.py", "--quick", "--json", str(out))
     assert "merge of 2,000 changes" in proc.stdout
+    assert out.read_text().startswith("{")
 
 
 def test_mcp_benchmark_quick_run_completes():
