@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import apsw
 
@@ -19,13 +20,16 @@ from .history import prune
 from .merge import apply as merge_apply
 from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
-from .operations.registry import REGISTRY, Caller, Reply
+from .operations.registry import REGISTRY, Args, Caller, Reply
 from .operations.sql import run_sql
 from .statements import sqlrun
 from .storage import lifecycle, rows
 from .storage.db import Database
 from .storage.folder import create
 from .storage.worlds import World
+
+T = TypeVar("T")
+_SQLITE_NAMES = frozenset({"table", "id"})
 
 
 class Chronos(Database):
@@ -38,10 +42,22 @@ class Chronos(Database):
     def connection_ready(self, conn: apsw.Connection) -> None:
         vtab.register(self, conn)  # chronos_worlds, chronos_diff('w'), chronos_conflicts('w')
 
+    def _run(self, operation: str, args: dict[str, Any], body: Callable[[Args], T]) -> T:
+        """One way in: the registry's checks for ``operation`` (its schema's validation, the
+        rights, bounds, faults as their errors), then ``body``, the engine's call, whose
+        objects the methods return (the registry's text and data: ``call``). Table names and
+        row ids are taken as SQLite has them (any text; the tools' schemas ask for no spaces)."""
+        given = {key: value for key, value in args.items() if value is not None}
+        caller = Caller(name=self.caller_name, run=self.caller_run)
+        return REGISTRY.run(self, REGISTRY.get(operation), given, caller, body, _SQLITE_NAMES)
+
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
         """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
         caller = Caller(name=self.caller_name, run=self.caller_run)
-        return run_sql(self, branch, sql, list(params), caller)
+        args = {"sql": sql, "params": list(params) or None, "branch": branch}
+        return self._run(
+            "sql", args, lambda a: run_sql(self, a["branch"], a["sql"], list(params), caller)
+        )
 
     def query(self, sql: str, *params: Any, branch: str = "main") -> list[dict[str, Any]]:
         """The rows of the last statement's result, as dicts."""
@@ -50,14 +66,17 @@ class Chronos(Database):
         return [dict(zip(last.columns or [], row)) for row in last.rows]
 
     def get(self, table: str, id: Any, branch: str = "main") -> dict[str, Any] | None:
-        return rows.get(self, branch, table, str(id))[1]
+        args = {"table": table, "id": str(id), "branch": branch}
+        return self._run("get", args, lambda a: rows.get(self, branch, table, a["id"])[1])
 
     def put(self, table: str, id: Any, record: dict[str, Any], branch: str = "main") -> bool:
         """Create or replace a whole row; True if it was created."""
-        return rows.put(self, branch, table, str(id), record)
+        args = {"table": table, "id": str(id), "record": record, "branch": branch}
+        return self._run("put", args, lambda a: rows.put(self, branch, table, a["id"], record))
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
-        rows.delete(self, branch, table, str(id))
+        args = {"table": table, "id": str(id), "branch": branch}
+        self._run("delete", args, lambda a: rows.delete(self, branch, table, a["id"]))
 
     def fork(
         self,
@@ -68,22 +87,28 @@ class Chronos(Database):
     ) -> World:
         """Create a branch from main (or from ``source``, another branch; ``name@when``: as it
         was then). Instant: no rows are copied."""
-        return lifecycle.fork(self, name, source, meta, owner)
+        args = {"name": name, "from": source, "meta": meta}
+        return self._run("fork", args, lambda a: lifecycle.fork(self, name, source, meta, owner))
 
     def set_meta(self, name: str, changes: dict) -> World:
         """Merge ``changes`` into a branch's notes; a None value removes a key."""
-        return lifecycle.set_meta(self, name, changes)
+        args = {"branch": name, "meta": changes}
+        return self._run("set_meta", args, lambda a: lifecycle.set_meta(self, name, changes))
 
     def discard(self, name: str, cascade: bool = False) -> list[World]:
         """Throw a branch (and with ``cascade`` the branches forked from it) away."""
-        return lifecycle.discard(self, name, cascade)
+        args = {"branch": name, "cascade": cascade}
+        return self._run("discard", args, lambda a: lifecycle.discard(self, name, cascade))
 
     def branches(self) -> list[World]:
         return self.worlds()
 
     def diff(self, branch: str, to: str | None = None) -> merge_diff.Diff:
         """What changed on a branch since its fork (or between two branches)."""
-        return merge_diff.compare(self, branch, to) if to else merge_diff.diff(self, branch)
+        args = {"branch": branch, "to": to}
+        if to:
+            return self._run("diff", args, lambda a: merge_diff.compare(self, branch, to))
+        return self._run("diff", args, lambda a: merge_diff.diff(self, branch))
 
     def merge(
         self,
@@ -103,8 +128,27 @@ class Chronos(Database):
         """Merge a branch into its parent (or ``into`` another branch); raises ChronosError
         (code 40001, the conflicts as ``data``) when rows both sides changed are unsettled.
         ``version``, ``target``, ``confirm_deletes`` and ``confirm`` as for the merge tool."""
+        args = {
+            "branch": branch,
+            "resolve": resolve,
+            "by_columns": by_columns,
+            "rows": rows,
+            "only_tables": only_tables,
+            "only_keys": only_keys,
+            "into": into,
+            "version": version,
+            "target": target,
+            "confirm_deletes": confirm_deletes,
+            "confirm": confirm,
+        }
         opts = merge_apply.Options(resolve, by_columns, rows or {}, only_tables, only_keys, into)
-        return merge_apply.merge(self, branch, opts, version, confirm_deletes, target, confirm)
+        return self._run(
+            "merge",
+            args,
+            lambda a: merge_apply.merge(
+                self, branch, opts, version, confirm_deletes, target, confirm
+            ),
+        )
 
     def rebase(
         self,
@@ -115,9 +159,9 @@ class Chronos(Database):
         rows: dict[str, Any] | None = None,
     ) -> int:
         """Move a branch's fork point up to its parent now; the parent's rows it took in."""
-        return merge_rebase.rebase(
-            self, branch, merge_apply.Options(resolve, by_columns, rows or {})
-        )
+        args = {"branch": branch, "resolve": resolve, "by_columns": by_columns, "rows": rows}
+        opts = merge_apply.Options(resolve, by_columns, rows or {})
+        return self._run("rebase", args, lambda a: merge_rebase.rebase(self, branch, opts))
 
     def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
         """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""

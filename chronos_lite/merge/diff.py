@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_row, json_value, row_json
 from ..statements.sqltext import literal, quote_ident
+from ..storage.branchref import BranchRef
 from ..storage.catalog import TableInfo
 from ..storage.db import Database
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
@@ -68,10 +69,10 @@ def _schema_words(kind: str, table: str, n: int) -> str:
 
 
 def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
-    if "@" in branch:
+    if BranchRef.parse(branch).past:
         raise ChronosError(
             f"diff shows what a branch changed since its fork; to compare with a branch as it "
-            f"was at a moment, give that as to (diff {branch.split('@', 1)[0]} with "
+            f"was at a moment, give that as to (diff {BranchRef.parse(branch).name} with "
             f"to={branch})",
             BAD_ARGUMENT,
         )
@@ -155,7 +156,7 @@ def change_sql(c: Change) -> str:
 
 def compare(db: Database, branch: str, other: str) -> Diff:
     """Rows that differ between two branches (``branch`` → ``other``)."""
-    if "@" in branch and "@" in other:
+    if BranchRef.parse(branch).past and BranchRef.parse(other).past:
         raise ChronosError(
             "diff compares a branch with another, of which at most one may be name@when",
             BAD_ARGUMENT,

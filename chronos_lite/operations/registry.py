@@ -7,12 +7,13 @@ its text rendering. Nothing else validates arguments, checks rights or formats r
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import jsonschema
@@ -20,7 +21,8 @@ import jsonschema
 from ..errors import BAD_ARGUMENT, TOO_BIG, ChronosError
 from ..statements import budget
 from ..storage import faults, limits
-from . import rights
+from ..storage.branchref import BranchRef
+from . import quickcheck, rights
 
 INTERNAL = "XX000"  # a bug in chronos
 
@@ -71,6 +73,7 @@ class Args(dict):
 
 
 Handler = Callable[[Any, Args, Caller], Reply]
+T = TypeVar("T")
 
 
 @dataclass
@@ -83,6 +86,7 @@ class Operation:
     destructive: bool = False
     idempotent: bool = False
     mcp: bool = True  # a tool over MCP (settings are the CLI's only)
+    _relaxed: dict = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def schema(self) -> dict:
@@ -97,6 +101,11 @@ class Operation:
         cls = jsonschema.validators.validator_for(self.schema)
         cls.check_schema(self.schema)
         return cls(self.schema)
+
+    @cached_property
+    def quick_check(self) -> Callable[[Any], bool] | None:
+        """True only for arguments the schema surely accepts (jsonschema decides the rest)."""
+        return quickcheck.compile_schema(self.schema)
 
     @property
     def properties(self) -> dict[str, dict]:
@@ -115,16 +124,21 @@ class Operation:
             "openWorldHint": False,
         }
 
-    def validate(self, args: Any) -> dict[str, Any]:
-        """Check arguments against the schema; fill defaults. Errors say how to fix the call."""
+    def validate(self, args: Any, relaxed: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """Check arguments against the schema; fill defaults. Errors say how to fix the call.
+        ``relaxed``: parameters held to their type only (the Python API's table names and row
+        ids, which it takes as SQLite has them: any text)."""
         if not isinstance(args, dict):
             raise ChronosError(f"{self.name} takes a JSON object of arguments")
-        errors = list(self.validator.iter_errors(args))
+        validator, quick = self._checkers(relaxed)
+        errors = [] if quick is not None and quick(args) else list(validator.iter_errors(args))
         if errors:
             raise ChronosError(self._explain(min(errors, key=_error_order)), BAD_ARGUMENT)
         for key, value in args.items():  # Python's $ matches before a final newline: check here
+            if key in relaxed:
+                continue
             spec = self.properties.get(key, {})
-            name = value.split("@", 1)[0] if isinstance(value, str) else ""  # name@when: a time
+            name = BranchRef.parse(value).name if isinstance(value, str) else ""  # (@when: a time)
             if _no_spaces(spec) and any(c.isspace() for c in name):
                 raise ChronosError(f"'{key}' must be {describe(spec)}, not {_show(value)}")
         check_characters(args)
@@ -134,6 +148,20 @@ class Operation:
                 out[key] = spec["default"]
                 out.defaulted.add(key)
         return out
+
+    def _checkers(self, relaxed: frozenset[str]) -> tuple[Any, Callable[[Any], bool] | None]:
+        relaxed = frozenset(relaxed & self.properties.keys())
+        if not relaxed:
+            return self.validator, self.quick_check
+        if relaxed not in self._relaxed:
+            schema = copy.deepcopy(self.schema)
+            for key in relaxed:
+                for rule in ("pattern", "minLength"):
+                    schema["properties"][key].pop(rule, None)
+            # (the cache: per operation, at most the API's one set of relaxed parameters)
+            cls = jsonschema.validators.validator_for(schema)
+            self._relaxed[relaxed] = (cls(schema), quickcheck.compile_schema(schema))
+        return self._relaxed[relaxed]
 
     def _explain(self, error: jsonschema.ValidationError) -> str:
         if error.validator == "required":
@@ -151,11 +179,9 @@ class Operation:
             hint = ""
             pattern = spec.get("pattern", "")
             if top == "branch" and isinstance(error.instance, str) and "@" not in pattern:
-                if "@" in error.instance:
-                    return (
-                        f"'{error.instance}' is a branch as it was at a moment (name@when), "
-                        f"which can only be read: give the branch's name to {self.name} on it"
-                    )
+                ref = BranchRef.parse(error.instance)
+                if ref.past:
+                    return ref.read_only().message
             if spec.get("type") == "string" and isinstance(error.instance, int | float):
                 hint = f' (write it as a string: "{error.instance}")'
             return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}{hint}"
@@ -237,12 +263,26 @@ class Registry:
         return [op for op in self if rights.listed(op, caller)]
 
     def call(self, db: Any, name: str, args: Any, caller: Caller | None = None) -> Reply:
-        """Run an operation for a caller: validated, checked against its rights, bounded in
-        time, on the file that is there; faults as their own errors; never a transaction left
-        open."""
+        """Run an operation for a caller (see ``run``): its handler's reply, within the
+        caller's budget."""
         op = self.get(name)
         caller = caller or Caller()
-        valid = op.validate(args if args is not None else {})
+        reply = self.run(db, op, args, caller, lambda valid: op.handler(db, valid, caller))
+        return _within(reply, caller)
+
+    def run(
+        self,
+        db: Any,
+        op: Operation,
+        args: Any,
+        caller: Caller,
+        body: Callable[[Args], T],
+        relaxed: frozenset[str] = frozenset(),
+    ) -> T:
+        """``body`` (the operation's handler, or the Python API's engine call) on the
+        arguments validated, once the caller's rights allow the call: bounded in time, on the
+        file that is there; faults as their own errors; never a transaction left open."""
+        valid = op.validate(args if args is not None else {}, relaxed)
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
@@ -251,7 +291,7 @@ class Registry:
             db.check_file()
             # (the arguments as given: no branch isn't branch="main")
             rights.check(db, op, args or {}, caller, self.reads_only)
-            reply = op.handler(db, valid, caller)
+            result = body(valid)
             if not op.read_only:
                 db.check_file()  # a write acknowledged is in the file that is there
         except OverflowError:  # a number SQLite can't hold, found as it was bound
@@ -267,11 +307,11 @@ class Registry:
             left_open = db.end_transactions()
         if left_open:  # a bug: what it did wasn't committed, so it must not be acknowledged
             raise ChronosError(
-                f"internal error (a bug in chronos): {name} left a transaction open; it was "
-                f"rolled back, nothing was changed",
+                f"internal error (a bug in chronos): {op.name} left a transaction open; it "
+                f"was rolled back, nothing was changed",
                 INTERNAL,
             )
-        return _within(reply, caller)
+        return result
 
 
 REGISTRY = Registry()

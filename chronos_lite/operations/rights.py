@@ -15,6 +15,7 @@ from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
 from ..statements import sqltext
 from ..storage import guard, worlds
+from ..storage.branchref import BranchRef
 
 
 class Operation(Protocol):
@@ -127,7 +128,8 @@ def _check_statement(stmt: str, words: list[str], reads_only: Callable[[str], bo
 
 
 def _owns(db: Any, branch: str | None, caller: Caller) -> bool:
-    if branch in (None, "", "main") or "@" in (branch or ""):
+    ref = BranchRef.parse(branch)
+    if ref.is_main or ref.past:
         return False
     return db.world(branch).wid in caller.own_worlds  # (a clear error for no such branch)
 

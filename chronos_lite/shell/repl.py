@@ -26,6 +26,7 @@ import chronos_lite
 
 from ..operations.registry import REGISTRY
 from ..statements import chronos as chronos_sql
+from ..storage.branchref import BranchRef
 from .session import ALIASES, BUILTINS, Shell
 
 # What a word can hold: names like task-1, before-migration, main@yesterday; \commands.
@@ -73,7 +74,7 @@ class ShellCompleter(Completer):
         """The shell's branch's tables and their columns (read again after each call)."""
         key = (self.shell.generation, self.shell.branch)
         if self._read_for != key:
-            db, branch = self.shell.db, self.shell.branch.partition("@")[0]
+            db, branch = self.shell.db, BranchRef.parse(self.shell.branch).name
             world = db.resolve(branch)
             found = db.tables_for(world) if world is not None else db.tables()
             self._tables = {name: list(t.column_names) for name, (_n, t) in found.items()}

@@ -25,6 +25,7 @@ from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
 from ..statements import chronos as chronos_sql
 from ..statements import sqltext
+from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from . import output
 from .cancel import Canceller
@@ -241,9 +242,9 @@ class Shell:
         """Work on ``branch`` from now on (a world, main, or name@when to read the past)."""
         if self.pending is not None:
             raise ChronosError("a transaction is open: COMMIT or ROLLBACK before switching")
-        name = branch.partition("@")[0]
-        world = self.db.resolve(name)  # a clear error for one that doesn't exist
-        if "@" in branch:
+        ref = BranchRef.parse(branch)
+        world = self.db.resolve(ref.name)  # a clear error for one that doesn't exist
+        if ref.past:
             self.db.end_call(self.db.session(branch))  # a moment it can't read: refused now
         self.branch = branch
         self.parent = world.parent if world is not None and world.parent else "main"
@@ -251,7 +252,7 @@ class Shell:
 
     def _follow_branch(self) -> None:
         """After a merge or discard of the shell's own world: back to where it came from."""
-        name = self.branch.partition("@")[0]
+        name = BranchRef.parse(self.branch).name
         if name == "main":
             return
         try:

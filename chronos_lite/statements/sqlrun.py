@@ -18,6 +18,7 @@ from .. import errors
 from ..errors import ChronosError
 from ..history import timetravel
 from ..storage import events, faults, guard, shadow, worlds, worldschema, worldsql
+from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.worlds import World
 from . import budget, sqltext
@@ -89,11 +90,7 @@ def run(
 
 
 def _past_refusal(session: Session) -> ChronosError:
-    return ChronosError(
-        f"{session.branch} is a branch as it was at a moment: it can only be read "
-        f"(SELECT); write on the branch itself",
-        errors.REFUSED,
-    )
+    return BranchRef.parse(session.branch).read_only()
 
 
 @dataclass

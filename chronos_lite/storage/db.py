@@ -18,6 +18,7 @@ import apsw
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..statements.sqltext import quote_ident
 from . import events, faults, guard, limits, moments, shadow, worlds, worldschema
+from .branchref import BranchRef
 from .catalog import TableInfo, table_info, user_tables
 from .faults import FILE_GONE, NOT_A_DATABASE
 from .worlds import World
@@ -292,18 +293,12 @@ class Database:
         """The open world of that name (raises a clear error if there is none)."""
         return worlds.find(conn or self._main.conn, name)
 
-    def resolve(self, branch: str | None) -> World | None:
+    def resolve(self, branch: str | BranchRef | None) -> World | None:
         """None for main, else the open world named ``branch`` (as it is now: name@when is
         read through session())."""
-        if branch is None or branch == "main":
-            return None
-        if "@" in branch:
-            raise ChronosError(
-                f"'{branch}' is a branch as it was at a moment, which can only be read; "
-                f"give the branch's name ({branch.split('@', 1)[0]}) to change it",
-                BAD_ARGUMENT,
-            )
-        return self.world(branch)
+        ref = BranchRef.parse(branch)
+        name = ref.writable(BAD_ARGUMENT)
+        return None if ref.is_main else self.world(name)
 
     def worlds(self) -> list[World]:
         return worlds.open_worlds(self._main.conn)
@@ -321,11 +316,12 @@ class Database:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def session(self, branch: str | None) -> Session:
+    def session(self, branch: str | BranchRef | None) -> Session:
         """A connection placed on ``branch``, its world views current."""
-        if branch is not None and "@" in branch:
-            return self._past_session(branch)
-        world = self.resolve(branch)
+        ref = BranchRef.parse(branch)
+        if ref.past:
+            return self._past_session(ref)
+        world = self.resolve(ref)
         if world is None:
             self.tables()
             return self._main
@@ -358,11 +354,11 @@ class Database:
             session.built_for = key
         return session
 
-    def _past_session(self, branch: str) -> Session:
+    def _past_session(self, ref: BranchRef) -> Session:
         """A branch as it was at a moment (``main@-10 minutes``, ``task-1@10:00``): views of
         its tables as they were then, on a connection of its own; read only."""
-        name, _, when_text = branch.partition("@")
-        return self.past_session(name, moments.checked_moment(self, when_text), branch)
+        when = moments.checked_moment(self, ref.when or "")
+        return self.past_session(ref.name, when, str(ref))
 
     def past_session(self, name: str, when: float, branch: str) -> Session:
         """Branch ``name`` as it was at ``when`` (``branch``: how the caller spelled it)."""

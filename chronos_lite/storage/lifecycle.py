@@ -11,6 +11,7 @@ import apsw
 from ..errors import IN_USE, ChronosError
 from ..statements.sqltext import quote_ident
 from . import catalog, events, moments, worlds, worldschema
+from .branchref import BranchRef
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
 from .worlds import World
 
@@ -40,20 +41,20 @@ def fork(
                 f"branch '{name}' already exists: pick another name, or discard it first",
                 IN_USE,
             )
-        past = source is not None and source.startswith("main@")
+        src = BranchRef.parse(source)
+        past = src.past and src.is_main  # main as it was at a moment
         then = None  # forking a world as it was at a moment
-        if source is not None and "@" in source and not past:
-            parent_name, _, when_text = source.partition("@")
-            then = moments.checked_moment(db, when_text)
-            parent = worlds.find(conn, parent_name)
-            db.check_world_moment(parent, then, source)
+        if src.past and not past:
+            then = moments.checked_moment(db, src.when or "")
+            parent = worlds.find(conn, src.name)
+            db.check_world_moment(parent, then, str(src))
         else:
-            parent = db.resolve(source) if source not in (None, "main") and not past else None
+            parent = None if src.is_main else db.resolve(src)
         clock = events.tick(conn)  # writes stamped before the fork are not the new world's
         if then is not None:  # the parent's clock just before its first write after then
             clock = _clock_at(db, conn, parent, then, clock)
         if past:  # main as it was at a moment: each table as of its last change before
-            when = moments.checked_moment(db, source.split("@", 1)[1])
+            when = moments.checked_moment(db, src.when or "")
             horizon = {n: moments.seq_at(conn, n, when) for n, _t in tables.values()}
         else:
             horizon = parent.base if parent else horizons(conn, tables)

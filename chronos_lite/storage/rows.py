@@ -13,9 +13,10 @@ from typing import Any
 
 import apsw
 
-from ..errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError, from_sqlite
+from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
 from ..statements.sqltext import at_most, quote_ident
 from . import events, faults, worlds, worldsql
+from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .worldsql import key_view
@@ -221,11 +222,7 @@ def _write(
     conn = session.conn
     if session.past:
         db.end_call(session)
-        raise ChronosError(
-            f"{session.branch} is a branch as it was at a moment: it can only be read; write "
-            f"on the branch itself",
-            REFUSED,
-        )
+        raise BranchRef.parse(session.branch).read_only()
     try:
         with db.write(conn):
             if session.world is not None:
