@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from . import prune, rows, sqlrun, vtab
+from . import loading, prune, rows, sqlrun, vtab
 from .db import Database, World
 from .folder import create
 from .merge import apply as merge_apply
@@ -49,6 +49,21 @@ class Chronos(Database):
     def put(self, table: str, id: Any, record: dict[str, Any], branch: str = "main") -> bool:
         """Create or replace a whole row; True if it was created."""
         return rows.put(self, branch, table, str(id), record)
+
+    def insert(
+        self,
+        table: str,
+        file: str | os.PathLike,
+        *,
+        pk: str | list[str] | None = None,
+        upsert: bool = False,
+        format: str | None = None,  # noqa: A002 - the option's name
+        encoding: str | None = None,
+        branch: str = "main",
+    ) -> loading.Loaded:
+        """Load a CSV, TSV, JSON or NDJSON file's rows into a table (created if missing, ``pk``
+        its primary key); ``upsert``: insert or update by primary key. One transaction."""
+        return loading.insert(self, branch, table, str(file), pk, upsert, format, encoding)
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
         rows.delete(self, branch, table, str(id))

@@ -13,6 +13,7 @@ from . import (
     budget,
     describe,
     events,
+    loading,
     prune,
     render,
     restore,
@@ -146,6 +147,40 @@ def put_op(db: Database, args: dict, caller: Caller) -> Reply:
         f"{verb} {t.name}/{args['id']} on {branch}",
         {"table": t.name, "id": args["id"], "created": created, "branch": branch},
     )
+
+
+@operation(
+    "insert",
+    "Load a file into a table",
+    "Loads the rows of a CSV, TSV, JSON (an array of objects) or NDJSON file on the local disk "
+    "into a table on a branch, all in one transaction (a bad row and nothing is inserted); "
+    "creates the table if missing, its column types detected (pk: its primary key). upsert: "
+    "insert or update by primary key. Not an MCP tool: it reads the local disk.",
+    destructive=True,
+    mcp=False,
+)
+def insert_op(db: Database, args: dict, caller: Caller) -> Reply:
+    done = loading.insert(
+        db,
+        _branch(args),
+        args["table"],
+        args["file"],
+        args.get("pk"),
+        bool(args.get("upsert")),
+        args.get("format"),
+        args.get("encoding"),
+    )
+    noun = "row" if done.rows == 1 else "rows"
+    verb = "upserted" if done.upsert else "inserted"
+    text = f"{verb} {done.rows} {noun} into {done.table} on {done.branch}"
+    if done.created is not None:
+        made = done.created.removeprefix("create table ")
+        text = f"created table {made} on {done.branch} and {verb} {done.rows} {noun}"
+    if done.upsert:
+        text += f" ({done.inserted} inserted, {done.updated} updated)"
+    if not done.rows:
+        text += f" ({done.file} holds no rows)"
+    return Reply(text, done.data())
 
 
 @operation(
