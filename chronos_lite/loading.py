@@ -23,7 +23,7 @@ import io
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from sqlite_utils.utils import (
     RowError,
     RowsFromFileError,
     TypeTracker,
+    ValueTracker,
     rows_from_file,
     suggest_column_types,
 )
@@ -100,17 +101,17 @@ def insert(
     """Load the rows of the file at ``path`` into ``table`` on ``branch`` (see the module)."""
     world = db.resolve(branch)  # (a clear error for name@when: it can only be read)
     keys = _key_list(pk)
-    source = Source(path, fmt, encoding)
+    source = Source(path, fmt, encoding, db.bounds)
     found = _find(db.tables_for(world), table)
     create = None
     if found is None:
-        create = _create_statement(table, keys, source)
         if upsert and not keys:
             raise ChronosError(
                 f"upsert matches rows by primary key, and table {table} doesn't exist yet: "
                 f"give its key with pk (--pk id) to create it with one",
                 BAD_ARGUMENT,
             )
+        create = _create_statement(table, keys, source)
     else:
         _check_key(found[1], keys, upsert)
     session = db.session(branch)
@@ -129,8 +130,11 @@ class Source:
     """A file's rows, numbered from 1, read as a stream each time they are asked for (a new
     table reads them twice: once for its columns and types, once to insert them)."""
 
-    def __init__(self, path: str, fmt: str | None, encoding: str | None) -> None:
+    def __init__(
+        self, path: str, fmt: str | None, encoding: str | None, bounds: Any = None
+    ) -> None:
         self.path = Path(path)
+        self.bounds = bounds  # the call's time limit and cancel, held between SQLite's steps
         self.shown = str(path)
         if encoding is not None:
             try:
@@ -206,6 +210,8 @@ class Source:
                             f"1, ...}})",
                             BAD_ARGUMENT,
                         )
+                    if not n % 8192 and self.bounds is not None and self.bounds.progress():
+                        raise faults.interrupted(self.bounds)  # (Ctrl-C, or past its time)
                     yield n, row
             except RowError as exc:
                 extra = str(exc).rsplit("contained these extra values: ", 1)[-1]
@@ -225,8 +231,9 @@ class Source:
                     BAD_ARGUMENT,
                 ) from None
             except UnicodeDecodeError as exc:
+                where = self.shown if self.found == "json" else f"row {n + 1} of {self.shown}"
                 raise ChronosError(
-                    f"row {n + 1} of {self.shown} isn't {exc.encoding} text (byte "
+                    f"{where} isn't {exc.encoding} text (byte "
                     f"0x{exc.object[exc.start]:02x}): give the file's encoding with --encoding, "
                     f"e.g. latin-1",
                     BAD_ARGUMENT,
@@ -287,9 +294,9 @@ def _check_key(t: TableInfo, keys: list[str], upsert: bool) -> None:
         if set(named) not in key_sets or (not upsert and set(named) != set(t.pk)):
             has = f"its primary key is {', '.join(t.pk)}" if t.pk else "it has no primary key"
             raise ChronosError(
-                f"table {t.name} exists and {has}, not {', '.join(keys)}: pk makes the key of a "
-                f"table insert creates, and names the key upsert matches by (the table's "
-                f"primary key, or columns it holds UNIQUE)",
+                f"table {t.name} exists, and {has}: pk ({', '.join(keys)}) is the key of a "
+                f"table insert creates, and with upsert the key rows are matched by (the "
+                f"table's primary key, or columns it holds UNIQUE)",
                 BAD_ARGUMENT,
             )
     elif upsert and t.key_kind == "rowid":
@@ -362,13 +369,23 @@ def _detect_types(source: Source) -> dict[str, str]:
     rows = (row for _n, row in source.rows())
     if source.format in ("json", "ndjson"):
         return {c: PYTHON.get(kind, "text") for c, kind in suggest_column_types(rows).items()}
+    # TypeTracker's own loop (wrap) makes a ValueTracker for every value it sees, which costs
+    # more than the insert: its trackers are made here once a column, and fed the same values
+    # (a column of empty fields alone has none: it is text).
     tracker = TypeTracker()
-    valued: set[str] = set()  # columns with a value somewhere (TypeTracker skips empty ones)
-    for row in tracker.wrap(rows):
+    trackers = tracker.trackers
+    named: dict[str, None] = {}  # every column, in the order the file first names them
+    for row in rows:
+        if not named.keys() >= row.keys():  # (a CSV file's rows: the header's, once)
+            named.update(dict.fromkeys(row))
         for column, value in row.items():
-            if value and column not in valued:
-                valued.add(column)
-    return {c: TRACKED[kind] if c in valued else "text" for c, kind in tracker.types.items()}
+            if value:
+                found = trackers.get(column)
+                if found is None:
+                    found = trackers[column] = ValueTracker()
+                found.evaluate(value)
+    kinds = tracker.types
+    return {c: TRACKED[kinds[c]] if c in kinds else "text" for c in named}
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -492,9 +509,8 @@ class _Writer:
                 continue
             columns = self._row_columns(first[0], names or tuple(first[1]))
             sql = self._statement(columns)
-            convert = self._converters(columns)
             try:
-                self.session.conn.executemany(sql, self._bindings(first, group, convert))
+                self.session.conn.executemany(sql, self._bindings(first, group))
             except ChronosError:
                 raise
             except faults.FAULTS:
@@ -506,15 +522,19 @@ class _Writer:
             written = self.at
         return written
 
-    def _bindings(
-        self, first: tuple[int, dict], group: Iterator[tuple[int, dict]], convert: list | None
-    ) -> Iterator[list]:
-        for n, row in itertools.chain([first], group):
-            self.at = n
-            if convert is None:
+    def _bindings(self, first: tuple[int, dict], group: Iterator[tuple[int, dict]]) -> Iterator:
+        """Each row's values, as bound: a CSV file's text as it is; JSON's objects and arrays
+        as JSON text."""
+        rows = itertools.chain([first], group)
+        if self.text:
+            for self.at, row in rows:
                 yield list(row.values())
-            else:
-                yield [f(v) for f, v in zip(convert, row.values())]
+            return
+        for self.at, row in rows:
+            yield [
+                json.dumps(v, ensure_ascii=False) if type(v) in (dict, list) else v
+                for v in row.values()
+            ]
 
     def _row_columns(self, n: int, names: tuple) -> list[str]:
         """The table's columns a row's names are (a name the table hasn't is an error)."""
@@ -551,8 +571,13 @@ class _Writer:
         return out
 
     def _statement(self, columns: list[str]) -> str:
+        """The INSERT for rows of these columns. A CSV file's empty field is NULL in a numeric
+        column (INTEGER, REAL, NUMERIC: '' can't be a number there), '' in a text one."""
         names = ", ".join(quote_ident(c) for c in columns)
-        marks = ", ".join("?" for _ in columns)
+        marks = ", ".join(
+            "nullif(?, '')" if self.text and _numeric(self.by_lower[c.lower()].decltype) else "?"
+            for c in columns
+        )
         sql = f"insert into {self.into}({names}) values ({marks})"
         if self.target is None:
             return sql
@@ -578,16 +603,6 @@ class _Writer:
         if self.swapped:
             with contextlib.suppress(apsw.Error):  # (a rollback may have put it back)
                 self._swap_trigger(None)
-
-    def _converters(self, columns: list[str]) -> list[Callable[[Any], Any]] | None:
-        """How each value is bound: CSV's empty fields as NULL in numeric columns (text
-        columns keep ''); JSON's objects and arrays as JSON text. None: all as they are."""
-        if self.text:
-            numeric = [_numeric(self.by_lower[c.lower()].decltype) for c in columns]
-            if not any(numeric):
-                return None
-            return [_empty_null if is_numeric else _same for is_numeric in numeric]
-        return [_json_value for _ in columns]
 
     def _row_error(self, message: str, code: str, verb: str = ":") -> ChronosError:
         nothing = "nothing was inserted"
@@ -615,17 +630,3 @@ def _numeric(decltype: str) -> bool:
     if "CHAR" in kind or "CLOB" in kind or "TEXT" in kind or "BLOB" in kind or not kind:
         return False
     return True
-
-
-def _empty_null(value: Any) -> Any:
-    return None if value == "" else value
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return value

@@ -189,6 +189,11 @@ def test_encoding(db, tmp_path):
     )
     db.call("insert", table="people", file=str(path), encoding="latin-1")
     assert rows(db, "select name from people") == [("José",)]
+    path = write(tmp_path, "latin.json", '[{"id": 2, "name": "Ren\xe9e"}]'.encode("latin-1"))
+    err = failure(db, table="people", file=str(path))
+    assert err.message.startswith(f"{path} isn't utf-8 text (byte 0xe9)")
+    db.call("insert", table="people", file=str(path), encoding="latin-1")
+    assert rows(db, "select name from people order by id") == [("José",), ("Renée",)]
     err = failure(db, table="people", file=str(path), encoding="klingon")
     assert err.message.startswith("unknown encoding 'klingon'")
 
@@ -429,9 +434,13 @@ def test_upsert_errors(shop, tmp_path):
         "with pk"
     )
     err = failure(shop, table="users", file=str(path), upsert=True, pk=["name"])
-    assert err.message.startswith("table users exists and its primary key is id, not name")
+    assert err.message == (
+        "table users exists, and its primary key is id: pk (name) is the key of a table insert "
+        "creates, and with upsert the key rows are matched by (the table's primary key, or "
+        "columns it holds UNIQUE)"
+    )
     err = failure(shop, table="users", file=str(path), pk=["email"])  # (only upsert takes it)
-    assert err.message.startswith("table users exists and its primary key is id, not email")
+    assert err.message.startswith("table users exists, and its primary key is id: pk (email)")
     err = failure(shop, table="users", file=str(path), pk=["nope"])
     assert err.message == "table users has no column 'nope'; its columns: id, name, email"
 
@@ -629,3 +638,13 @@ def test_relative_paths_are_the_callers(tmp_path, monkeypatch):
         assert db.call("insert", table="users", file="users.csv").data["file"] == "users.csv"
     finally:
         db.close()
+
+
+def test_a_time_limit_holds_while_the_file_is_read(db, tmp_path):
+    path = write(tmp_path, "big.csv", "id,name\n" + "".join(f"{i},n{i}\n" for i in range(30_000)))
+    with pytest.raises(ChronosError) as err:
+        db.call("insert", caller=Caller(max_query_ms=1), table="big", file=str(path))
+    assert err.value.code == "57014"
+    assert err.value.message.startswith("canceling statement due to statement timeout")
+    assert "big" not in db.tables()
+    assert db.call("insert", table="big", file=str(path)).data["rows"] == 30_000
