@@ -22,7 +22,7 @@ from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
 from .operations.registry import REGISTRY, Args, Caller, Reply
 from .operations.sql import run_sql
-from .statements import sqlrun
+from .statements import loading, sqlrun
 from .storage import lifecycle, rows
 from .storage.db import Database
 from .storage.folder import create
@@ -73,6 +73,34 @@ class Chronos(Database):
         """Create or replace a whole row; True if it was created."""
         args = {"table": table, "id": str(id), "record": record, "branch": branch}
         return self._run("put", args, lambda a: rows.put(self, branch, table, a["id"], record))
+
+    def insert(
+        self,
+        table: str,
+        file: str | os.PathLike,
+        *,
+        pk: str | list[str] | None = None,
+        upsert: bool = False,
+        format: str | None = None,  # noqa: A002 - the option's name
+        encoding: str | None = None,
+        branch: str = "main",
+    ) -> loading.Loaded:
+        """Load a CSV, TSV, JSON or NDJSON file's rows into a table (created if missing, ``pk``
+        its primary key); ``upsert``: insert or update by primary key. One transaction."""
+        args = {
+            "table": table,
+            "file": str(file),
+            "pk": [pk] if isinstance(pk, str) else pk,
+            "upsert": upsert,
+            "format": format,
+            "encoding": encoding,
+            "branch": branch,
+        }
+        return self._run(
+            "insert",
+            args,
+            lambda a: loading.insert(self, branch, table, str(file), pk, upsert, format, encoding),
+        )
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
         args = {"table": table, "id": str(id), "branch": branch}

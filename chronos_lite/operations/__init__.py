@@ -2,4 +2,4 @@
 rights, bounds, faults, the reply), who may do what (``rights``), and the operations' handlers
 with their text renderings, one module per concern. Importing the package registers them all."""
 
-from . import handlers, sql  # noqa: F401 - each module registers its operations
+from . import handlers, insert, sql  # noqa: F401 - each module registers its operations

@@ -38,6 +38,7 @@ class Caller(Protocol):
 PERSON_ONLY = {"merge", "restore", "undo_merge"}
 # Operations that change the branch they name: safe mode needs one of its own worlds.
 WRITES_BRANCH = {"put", "delete", "set_meta", "discard", "rebase", "checkpoint", "rollback"}
+WRITES_BRANCH.add("insert")  # loading a file into a table (loading.py): as put
 
 
 def listed(op: Operation, caller: Caller) -> bool:

@@ -1,0 +1,634 @@
+"""Loading a file into a table (the ``insert`` operation): CSV, TSV, a JSON array or NDJSON.
+
+The file is parsed by sqlite-utils (``rows_from_file``, its format detection) and read as a
+stream of rows. A table that doesn't exist yet is created first, from a first pass over the
+file: its columns in the order the file first names them, their types detected by sqlite-utils
+(``TypeTracker`` for CSV and TSV, whose values are all text; ``suggest_column_types`` for JSON).
+On a world the table is made the way a world's ``CREATE TABLE`` is (a schema change of the
+world, diffed and merged like any).
+
+The rows then go in through chronos, all in one transaction: on main into the table (its
+history triggers keep every row's history), on a world through its views (so its history, diff
+and merge see them); one prepared INSERT executed per row. Any bad row and nothing is inserted
+(nor created): the error names the row by its number in the file (the first row is 1; a CSV
+header isn't counted) and says what was wrong with it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import io
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+from sqlite_utils.utils import (
+    Format,
+    RowError,
+    RowsFromFileError,
+    TypeTracker,
+    ValueTracker,
+    rows_from_file,
+    suggest_column_types,
+)
+
+from .. import errors
+from ..errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError
+from ..storage import events, faults, guard, worlds, worldsql
+from ..storage.catalog import PREFIX, TableInfo
+from ..storage.db import Database, Session
+from ..storage.worldsql import Upsert, insert_trigger, trigger_name
+from . import ddl as world_ddl
+from .sqltext import quote_ident
+
+FORMATS = {"csv": Format.CSV, "tsv": Format.TSV, "json": Format.JSON, "ndjson": Format.NL}
+NAMES = {f: name for name, f in FORMATS.items()}
+# A file's name says its format; .json (an array, or one object a line) and other names are
+# told by their contents.
+EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".ndjson": "ndjson", ".jsonl": "ndjson"}
+# sqlite-utils' detected types (TypeTracker's names; suggest_column_types' Python types) as
+# the column types of a new table
+TRACKED = {"integer": "integer", "float": "real", "text": "text"}
+PYTHON = {int: "integer", float: "real", str: "text", bytes: "blob", bool: "integer"}
+LONGEST_FIELD = 1_000_000_000  # SQLite's longest value: a CSV field may be as long
+
+
+@dataclass
+class Loaded:
+    """What an insert did."""
+
+    table: str
+    branch: str
+    rows: int  # rows of the file written (inserted, or with upsert inserted or updated)
+    file: str
+    format: str
+    created: str | None = None  # the CREATE TABLE statement, when it made the table
+    upsert: bool = False
+    inserted: int = 0  # of the rows, new rows
+    updated: int = 0  # with upsert: rows the table had, updated
+
+    def data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "table": self.table,
+            "branch": self.branch,
+            "rows": self.rows,
+            "created": self.created is not None,
+            "file": self.file,
+            "format": self.format,
+        }
+        if self.created is not None:
+            out["create"] = self.created
+        if self.upsert:
+            out.update(inserted=self.inserted, updated=self.updated)
+        return out
+
+
+def insert(
+    db: Database,
+    branch: str,
+    table: str,
+    path: str,
+    pk: list[str] | str | None = None,
+    upsert: bool = False,
+    fmt: str | None = None,
+    encoding: str | None = None,
+) -> Loaded:
+    """Load the rows of the file at ``path`` into ``table`` on ``branch`` (see the module)."""
+    world = db.resolve(branch)  # (a clear error for name@when: it can only be read)
+    keys = _key_list(pk)
+    source = Source(path, fmt, encoding, db.bounds)
+    found = _find(db.tables_for(world), table)
+    create = None
+    if found is None:
+        if upsert and not keys:
+            raise ChronosError(
+                f"upsert matches rows by primary key, and table {table} doesn't exist yet: "
+                f"give its key with pk (--pk id) to create it with one",
+                BAD_ARGUMENT,
+            )
+        create = _create_statement(table, keys, source)
+    else:
+        _check_key(found[1], keys, upsert)
+    session = db.session(branch)
+    try:
+        return _load(db, session, table, keys, source, create, upsert)
+    except faults.FAULTS as exc:  # the disk, the file, the lock: each its own error
+        raise faults.describe(exc, db) or exc from None
+    finally:
+        db.end_call(session)
+
+
+# --- the file ---------------------------------------------------------------------------------
+
+
+class Source:
+    """A file's rows, numbered from 1, read as a stream each time they are asked for (a new
+    table reads them twice: once for its columns and types, once to insert them)."""
+
+    def __init__(
+        self, path: str, fmt: str | None, encoding: str | None, bounds: Any = None
+    ) -> None:
+        self.path = Path(path)
+        self.bounds = bounds  # the call's time limit and cancel, held between SQLite's steps
+        self.shown = str(path)
+        if encoding is not None:
+            try:
+                codecs.lookup(encoding)
+            except LookupError:
+                raise ChronosError(
+                    f"unknown encoding '{encoding}': give one Python knows, e.g. utf-8, latin-1, "
+                    f"cp1252, utf-16",
+                    BAD_ARGUMENT,
+                ) from None
+        self.encoding = encoding
+        with self._open() as fp:
+            head = fp.read(4096)
+        self.empty = not head.strip()
+        self.format = fmt or self._detect(head)  # None: sqlite-utils tells CSV from TSV
+        self.found = self.format  # the format read (after a first read, when detected)
+        self._array: list | None = None  # a JSON array's rows (json.load reads it whole)
+
+    def _open(self) -> io.BufferedReader:
+        try:
+            return open(self.path, "rb")  # noqa: SIM115 - closed by the caller
+        except FileNotFoundError:
+            raise ChronosError(f"no file {self.shown}", NOT_FOUND) from None
+        except IsADirectoryError:
+            raise ChronosError(f"{self.shown} is a folder, not a file", BAD_ARGUMENT) from None
+        except OSError as exc:
+            raise ChronosError(f"can't read {self.shown}: {exc.strerror}", BAD_ARGUMENT) from None
+
+    def _detect(self, head: bytes) -> str | None:
+        named = EXTENSIONS.get(self.path.suffix.lower())
+        if named is not None:
+            return named
+        text = head.lstrip()
+        if text.startswith(b"\xef\xbb\xbf"):
+            text = text[3:].lstrip()
+        if text.startswith(b"["):
+            return "json"
+        if text.startswith(b"{"):  # one object, or one a line (sqlite-utils takes it as JSON)
+            with self._open() as fp:
+                first = fp.readline()
+                rest = fp.read(4096).strip()
+            try:
+                whole_line = isinstance(json.loads(first), dict)
+            except ValueError:
+                whole_line = False
+            return "ndjson" if whole_line and rest else "json"
+        try:  # sqlite-utils sniffs the delimiter (in the file's first 2048 bytes)
+            rows_from_file(io.BytesIO(head), encoding=self.encoding)
+        except csv.Error:  # none to find: one column
+            return "csv"
+        except UnicodeDecodeError:
+            pass  # (said with the row it is in)
+        return None
+
+    def rows(self) -> Iterator[tuple[int, dict]]:
+        """(number, row) for each row of the file."""
+        if self.empty:
+            return
+        if self._array is not None:
+            yield from enumerate(self._array, start=1)
+            return
+        limit = csv.field_size_limit()
+        n = 0
+        with self._open() as fp:
+            try:
+                csv.field_size_limit(LONGEST_FIELD)
+                rows = self._parsed(fp)
+                for n, row in enumerate(rows, start=1):  # noqa: B007 - n names a bad row
+                    if not isinstance(row, dict):
+                        raise ChronosError(
+                            f"row {n} of {self.shown} is {_kind(row)}, not an object: each row "
+                            f'of a JSON file is an object of column names and values ({{"id": '
+                            f"1, ...}})",
+                            BAD_ARGUMENT,
+                        )
+                    if not n % 8192 and self.bounds is not None and self.bounds.progress():
+                        raise faults.interrupted(self.bounds)  # (Ctrl-C, or past its time)
+                    yield n, row
+            except RowError as exc:
+                extra = str(exc).rsplit("contained these extra values: ", 1)[-1]
+                raise ChronosError(
+                    f"row {n + 1} of {self.shown} has more values than its header names "
+                    f"columns (the extra ones: {extra})",
+                    BAD_ARGUMENT,
+                ) from None
+            except csv.Error as exc:
+                raise ChronosError(f"row {n + 1} of {self.shown}: {exc}", BAD_ARGUMENT) from None
+            except json.JSONDecodeError as exc:
+                where = f"row {n + 1}" if self.found == "ndjson" else f"line {exc.lineno}"
+                raise ChronosError(
+                    f"{self.shown} isn't valid {(self.found or 'json').upper()}: {where}: "
+                    f"{exc.msg} (column {exc.colno}); give its format with --format if it is "
+                    f"another",
+                    BAD_ARGUMENT,
+                ) from None
+            except UnicodeDecodeError as exc:
+                where = self.shown if self.found == "json" else f"row {n + 1} of {self.shown}"
+                raise ChronosError(
+                    f"{where} isn't {exc.encoding} text (byte "
+                    f"0x{exc.object[exc.start]:02x}): give the file's encoding with --encoding, "
+                    f"e.g. latin-1",
+                    BAD_ARGUMENT,
+                ) from None
+            finally:
+                csv.field_size_limit(limit)
+
+    def _parsed(self, fp: io.BufferedReader) -> Any:
+        fmt = FORMATS[self.format] if self.format else None
+        stream: Any = fp
+        if self.encoding and fmt in (Format.JSON, Format.NL):  # (CSV decodes as told)
+            stream = io.TextIOWrapper(fp, encoding=self.encoding)
+        try:
+            rows, found = rows_from_file(stream, fmt, encoding=self.encoding)
+        except RowsFromFileError as exc:  # (a JSON file that is neither a list nor an object)
+            raise ChronosError(
+                f"{self.shown}: {exc}: give a JSON array of objects, or NDJSON (one object a line)",
+                BAD_ARGUMENT,
+            ) from None
+        self.found = NAMES[found]
+        if found == Format.JSON:
+            self._array = rows
+        return rows
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool | int | float):
+        return "a number" if not isinstance(value, bool) else "a boolean"
+    return "null" if value is None else "not an object"
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+def _key_list(pk: list[str] | str | None) -> list[str]:
+    if pk is None:
+        return []
+    if isinstance(pk, str):
+        return [p.strip() for p in pk.split(",") if p.strip()]
+    return list(pk)
+
+
+def _find(tables: dict[str, tuple[int, TableInfo]], name: str) -> tuple[int, TableInfo] | None:
+    if name in tables:
+        return tables[name]
+    return next((entry for t, entry in tables.items() if t.lower() == name.lower()), None)
+
+
+def _check_key(t: TableInfo, keys: list[str], upsert: bool) -> None:
+    """pk, for a table there already: its primary key (or, to match by, a UNIQUE column set)."""
+    named = _columns(t, keys) if keys else None
+    if named is not None:
+        key_sets = ([set(t.pk)] if t.key_kind != "rowid" else []) + [set(u) for u in t.uniques]
+        if set(named) not in key_sets or (not upsert and set(named) != set(t.pk)):
+            has = f"its primary key is {', '.join(t.pk)}" if t.pk else "it has no primary key"
+            raise ChronosError(
+                f"table {t.name} exists, and {has}: pk ({', '.join(keys)}) is the key of a "
+                f"table insert creates, and with upsert the key rows are matched by (the "
+                f"table's primary key, or columns it holds UNIQUE)",
+                BAD_ARGUMENT,
+            )
+    elif upsert and t.key_kind == "rowid":
+        raise ChronosError(
+            f"upsert matches rows by primary key, and table {t.name} has none: give pk with "
+            f"columns it holds UNIQUE, or insert without upsert",
+            BAD_ARGUMENT,
+        )
+
+
+def _columns(t: TableInfo, names: list[str]) -> list[str]:
+    by_lower = {c.lower(): c for c in t.column_names}
+    unknown = [n for n in names if n.lower() not in by_lower]
+    if unknown:
+        raise ChronosError(
+            f"table {t.name} has no column {', '.join(repr(u) for u in unknown)}; its columns: "
+            f"{', '.join(t.column_names)}",
+            BAD_ARGUMENT,
+        )
+    return [by_lower[n.lower()] for n in names]
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _ident(name: str) -> str:
+    """A name as written in the CREATE TABLE statement: bare when SQL reads it as a name."""
+    if _PLAIN.fullmatch(name) and name.upper() not in apsw.keywords:
+        return name
+    return quote_ident(name)
+
+
+def _create_statement(table: str, keys: list[str], source: Source) -> str:
+    """The CREATE TABLE statement for a new table, from a first pass over the file."""
+    if table.lower().startswith(PREFIX):
+        raise ChronosError(errors.OWN_TABLES, REFUSED)
+    if table.lower().startswith("sqlite_"):
+        raise ChronosError(f"table names starting sqlite_ are reserved for SQLite: '{table}'")
+    types = _detect_types(source)
+    if not types:
+        raise ChronosError(
+            f"{source.shown} holds no rows, so there are no columns to create table {table} "
+            f"from: create it first (sql 'create table ...'), or give a file with rows",
+            BAD_ARGUMENT,
+        )
+    by_lower = {c.lower(): c for c in types}
+    missing = [k for k in keys if k.lower() not in by_lower]
+    if missing:
+        raise ChronosError(
+            f"pk names {', '.join(repr(m) for m in missing)}, which {source.shown} has no "
+            f"column for; its columns: {', '.join(types)}",
+            BAD_ARGUMENT,
+        )
+    keys = [by_lower[k.lower()] for k in keys]
+    parts = []
+    for column, kind in types.items():
+        part = f"{_ident(column)} {kind}"
+        if keys == [column]:
+            part += " primary key" if kind == "integer" else " not null primary key"
+        elif column in keys:
+            part += " not null"
+        parts.append(part)
+    if len(keys) > 1:
+        parts.append(f"primary key ({', '.join(_ident(k) for k in keys)})")
+    return f"create table {_ident(table)} ({', '.join(parts)})"
+
+
+def _detect_types(source: Source) -> dict[str, str]:
+    """The file's columns (in the order it first names them) and a type for each."""
+    rows = (row for _n, row in source.rows())
+    if source.format in ("json", "ndjson"):
+        return {c: PYTHON.get(kind, "text") for c, kind in suggest_column_types(rows).items()}
+    # TypeTracker's own loop (wrap) makes a ValueTracker for every value it sees, which costs
+    # more than the insert: its trackers are made here once a column, and fed the same values
+    # (a column of empty fields alone has none: it is text).
+    tracker = TypeTracker()
+    trackers = tracker.trackers
+    named: dict[str, None] = {}  # every column, in the order the file first names them
+    for row in rows:
+        if not named.keys() >= row.keys():  # (a CSV file's rows: the header's, once)
+            named.update(dict.fromkeys(row))
+        for column, value in row.items():
+            if value:
+                found = trackers.get(column)
+                if found is None:
+                    found = trackers[column] = ValueTracker()
+                found.evaluate(value)
+    kinds = tracker.types
+    return {c: TRACKED[kinds[c]] if c in kinds else "text" for c in named}
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def _load(
+    db: Database,
+    session: Session,
+    table: str,
+    keys: list[str],
+    source: Source,
+    create: str | None,
+    upsert: bool,
+) -> Loaded:
+    conn, world = session.conn, session.world
+    with db.write(conn):
+        before = events.positions(conn, db.tables()) if world is None else None
+        clock = events.clock(conn) if world is not None else None
+        if create is not None:
+            _create(db, session, create)
+        tables = db.tables_for(world, conn) if world is not None else db.tables()
+        n, t = _find(tables, table)  # type: ignore[misc] - (there, or just made)
+        target = (tuple(_columns(t, keys)) if keys else t.pk) if upsert else None
+        if world is not None:
+            worldsql.begin_world_write(conn, "abort")
+        counted = _count(conn, session, t) if upsert else 0
+        writer = _Writer(session, n, t, source, target, create is not None)
+        try:
+            written = writer.run()
+        finally:
+            writer.close()
+        inserted = _count(conn, session, t) - counted if upsert else written
+        if world is not None and written:
+            worlds.bump_version(conn, world)
+        if written or create is not None:
+            detail: dict[str, Any] = {  # (history shows "sql" as the write's detail)
+                "sql": f"insert {t.name} from {source.shown}",
+                "insert": t.name,
+                "file": source.shown,
+            }
+            if before is not None:
+                detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
+            if clock is not None:
+                detail["clock"] = [clock + 1, events.clock(conn)]
+            kind = "schema" if create is not None else "write"
+            db.record(conn, world.id if world is not None else 0, kind, written, detail)
+    return Loaded(
+        t.name,
+        session.branch,
+        written,
+        source.shown,
+        source.found or "csv",
+        create,
+        upsert,
+        inserted,
+        written - inserted,
+    )
+
+
+def _create(db: Database, session: Session, create: str) -> None:
+    """Make the new table as the sql operation makes it: on main a statement under the guard
+    (as a user's), its history set up in the same transaction; on a world the world's
+    schema change."""
+    conn = session.conn
+    try:
+        if session.world is not None:
+            world_ddl.run(db, session, create)
+            return
+        checked = guard.checking(conn, guard.OWNER)
+        try:
+            conn.execute(guard.OWNER.mark + create)
+        except apsw.AuthError:
+            if checked.denied is not None:
+                raise ChronosError(errors.OWN_TABLES, REFUSED) from None
+            raise
+        finally:
+            checked.done()
+        db.follow_schema(conn)
+    except apsw.Error as exc:
+        if isinstance(exc, faults.FAULTS):
+            raise
+        raise ChronosError(f"can't {create}: {errors.from_sqlite(exc)}") from None
+
+
+def _count(conn: apsw.Connection, session: Session, t: TableInfo) -> int:
+    where = "main" if session.world is None else "temp"
+    return conn.execute(f"select count(*) from {where}.{quote_ident(t.name)}").fetchone()[0]
+
+
+class _Writer:
+    """The rows into the table, one prepared statement executed per row (one per set of
+    columns: a JSON file's rows may each name others)."""
+
+    def __init__(
+        self,
+        session: Session,
+        n: int,
+        t: TableInfo,
+        source: Source,
+        target: tuple[str, ...] | None,
+        created: bool,
+    ) -> None:
+        self.session, self.n, self.t = session, n, t
+        self.source, self.target, self.created = source, target, created
+        self.at = 0  # the row being written (its number in the file)
+        self.swapped = False  # a world's INSERT trigger made an upsert for the load
+        on_main = session.world is None
+        self.into = f"{'main' if on_main else 'temp'}.{quote_ident(t.name)}"
+        self.by_lower = {c.name.lower(): c for c in t.columns}
+        self.text = source.found not in ("json", "ndjson")
+
+    def run(self) -> int:
+        written = 0
+        rows = self.source.rows()
+        groups = (
+            [(None, rows)] if self.text else itertools.groupby(rows, key=lambda nr: tuple(nr[1]))
+        )
+        for names, group in groups:
+            first = next(group, None)  # (a CSV file's rows all have its header's columns)
+            if first is None:
+                continue
+            columns = self._row_columns(first[0], names or tuple(first[1]))
+            sql = self._statement(columns)
+            try:
+                self.session.conn.executemany(sql, self._bindings(first, group))
+            except ChronosError:
+                raise
+            except faults.FAULTS:
+                raise
+            except OverflowError:
+                raise self._row_error(errors.TOO_BIG, BAD_ARGUMENT) from None
+            except apsw.Error as exc:
+                raise self._sqlite_error(exc) from None
+            written = self.at
+        return written
+
+    def _bindings(self, first: tuple[int, dict], group: Iterator[tuple[int, dict]]) -> Iterator:
+        """Each row's values, as bound: a CSV file's text as it is; JSON's objects and arrays
+        as JSON text."""
+        rows = itertools.chain([first], group)
+        if self.text:
+            for self.at, row in rows:
+                yield list(row.values())
+            return
+        for self.at, row in rows:
+            yield [
+                json.dumps(v, ensure_ascii=False) if type(v) in (dict, list) else v
+                for v in row.values()
+            ]
+
+    def _row_columns(self, n: int, names: tuple) -> list[str]:
+        """The table's columns a row's names are (a name the table hasn't is an error)."""
+        out = []
+        for name in names:
+            column = self.by_lower.get(str(name).lower()) if name is not None else None
+            if column is None:
+                self.at = n
+                shown = "an unnamed column" if not name else f"column '{name}'"
+                raise self._row_error(
+                    f"{shown}, which table {self.t.name} doesn't have; its columns: "
+                    f"{', '.join(self.t.column_names)}",
+                    BAD_ARGUMENT,
+                    " has",
+                )
+            if column.generated:
+                self.at = n
+                raise self._row_error(
+                    f"column '{name}', which is generated: SQLite computes it, leave it out of "
+                    f"the file",
+                    BAD_ARGUMENT,
+                    " has",
+                )
+            out.append(column.name)
+        if self.target is not None:
+            missing = [c for c in self.target if c not in out]
+            if missing:
+                self.at = n
+                raise self._row_error(
+                    f"no {', '.join(missing)}, the key upsert matches rows by",
+                    BAD_ARGUMENT,
+                    " has",
+                )
+        return out
+
+    def _statement(self, columns: list[str]) -> str:
+        """The INSERT for rows of these columns. A CSV file's empty field is NULL in a numeric
+        column (INTEGER, REAL, NUMERIC: '' can't be a number there), '' in a text one."""
+        names = ", ".join(quote_ident(c) for c in columns)
+        marks = ", ".join(
+            "nullif(?, '')" if self.text and _numeric(self.by_lower[c.lower()].decltype) else "?"
+            for c in columns
+        )
+        sql = f"insert into {self.into}({names}) values ({marks})"
+        if self.target is None:
+            return sql
+        rest = [c for c in columns if c not in self.target]
+        if self.session.world is not None:  # a view can't upsert: its INSERT trigger does
+            sets = ", ".join(f"{quote_ident(c)} = NEW.{quote_ident(c)}" for c in rest)
+            self._swap_trigger(Upsert(self.target, sets or None, None))
+            return sql
+        key = ", ".join(quote_ident(c) for c in self.target)
+        if not rest:
+            return f"{sql} on conflict({key}) do nothing"
+        sets = ", ".join(f"{quote_ident(c)} = excluded.{quote_ident(c)}" for c in rest)
+        return f"{sql} on conflict({key}) do update set {sets}"
+
+    def _swap_trigger(self, upsert: Upsert | None) -> None:
+        conn, world = self.session.conn, self.session.world
+        conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(self.n, 'ii')}")
+        conn.execute(insert_trigger(self.t, self.n, world.id, upsert=upsert))
+        self.swapped = upsert is not None
+
+    def close(self) -> None:
+        """The world's own INSERT trigger back, if an upsert replaced it."""
+        if self.swapped:
+            with contextlib.suppress(apsw.Error):  # (a rollback may have put it back)
+                self._swap_trigger(None)
+
+    def _row_error(self, message: str, code: str, verb: str = ":") -> ChronosError:
+        nothing = "nothing was inserted"
+        if self.created:
+            nothing += f" (nor table {self.t.name} created)"
+        return ChronosError(
+            f"row {self.at} of {self.source.shown}{verb} {message}; {nothing}",
+            code,
+            {"row": self.at, "file": self.source.shown, "error": message},
+        )
+
+    def _sqlite_error(self, exc: apsw.Error) -> ChronosError:
+        described = errors.from_sqlite(exc)
+        message = described.message
+        if message == "datatype mismatch" and self.t.key_kind == "int":
+            message += f" ({self.t.pk[0]} is the INTEGER PRIMARY KEY: its values are integers)"
+        return self._row_error(message, described.code)
+
+
+def _numeric(decltype: str) -> bool:
+    """SQLite's affinity rules: INTEGER, REAL or NUMERIC (not TEXT, nor BLOB or none)."""
+    kind = decltype.upper()
+    if "INT" in kind:
+        return True
+    if "CHAR" in kind or "CLOB" in kind or "TEXT" in kind or "BLOB" in kind or not kind:
+        return False
+    return True
