@@ -18,12 +18,11 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..merge.changes import view_row
 from ..statements.sqltext import quote_ident
 from ..storage import events, moments, worlds, worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.rows import format_id, write_row
+from ..storage.rows import format_id, view_row, write_row
 from ..storage.shadow import SEQ, TIME, WORLD, history_table, world_history_table
 from ..storage.worlds import World
 

@@ -14,11 +14,10 @@ from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
-from ..merge.changes import base_row, view_row
 from ..statements.sqltext import quote_ident
 from ..storage import events, moments, worlds
 from ..storage.db import Database
-from ..storage.rows import format_id
+from ..storage.rows import base_row, format_id, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
 from .restore import rewriting, write_back
 

@@ -18,12 +18,18 @@ from typing import Any
 import apsw
 
 from ..statements.sqltext import quote_ident
-from ..storage.catalog import ROWID_COL, TableInfo
+from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.rows import format_id
+from ..storage.rows import (
+    as_row,
+    base_row,
+    format_id,
+    main_changed_since,
+    overlay_entry,
+    view_row,
+)
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
-from ..storage.worldsql import key_view
 
 
 @dataclass
@@ -62,95 +68,6 @@ class Change:
         return [c for c in self.t.column_names if self.base.get(c) != self.theirs.get(c)]
 
 
-def _key_where(t: TableInfo, prefix: str = "") -> str:
-    return " AND ".join(f"{prefix}{quote_ident(c)} = ?" for c in t.key_cols)
-
-
-def _main_key_where(t: TableInfo) -> str:
-    if t.key_kind == "rowid":
-        return "rowid = ?"
-    return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
-
-
-def _row(t: TableInfo, values: tuple) -> dict[str, Any]:
-    return dict(zip(t.column_names, values))
-
-
-def main_row(conn: apsw.Connection, t: TableInfo, key: tuple) -> dict | None:
-    row = conn.execute(
-        f"select {t.main_columns()} from main.{quote_ident(t.stored)} where {_main_key_where(t)}",
-        key,
-    ).fetchone()
-    return _row(t, row) if row is not None else None
-
-
-def main_as_of(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> dict | None:
-    """Main's row as it was when the table's history stood at ``seq``."""
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
-    past = conn.execute(
-        f"select {OP}, {cols} from main.{history_table(n)} where {_key_where(t)} "
-        f"and {SEQ} > ? order by {SEQ} limit 1",
-        (*key, seq),
-    ).fetchone()
-    if past is None:
-        return main_row(conn, t, key)
-    return _row(t, past[1:]) if past[0] == 1 else None
-
-
-def main_changed_since(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> bool:
-    return (
-        conn.execute(
-            f"select 1 from main.{history_table(n)} where {_key_where(t)} and {SEQ} > ? limit 1",
-            (*key, seq),
-        ).fetchone()
-        is not None
-    )
-
-
-def overlay_entry(
-    conn: apsw.Connection, n: int, t: TableInfo, world: int, key: tuple
-) -> tuple[bool, dict | None, int] | None:
-    """(found, row or None for a tombstone, seq) of a world's overlay entry for a key."""
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
-    row = conn.execute(
-        f"select {DEAD}, {SEQ}, {cols} from main.{overlay_table(n)} "
-        f"where {WORLD} = ? and {_key_where(t)}",
-        (world, *key),
-    ).fetchone()
-    if row is None:
-        return None
-    return True, (None if row[0] else _row(t, row[2:])), row[1]
-
-
-def view_row(session: Session, n: int, t: TableInfo, key: tuple) -> dict | None:
-    """A row as the session's branch sees it."""
-    if session.world is None:
-        return main_row(session.conn, t, key)
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
-    if t.key_kind == "rowid":
-        source, where = f"temp.{key_view(n)}", f"{quote_ident(ROWID_COL)} = ?"
-    else:
-        source, where = f"temp.{quote_ident(t.name)}", _main_key_where(t)
-    row = session.conn.execute(f"select {cols} from {source} where {where}", key).fetchone()
-    return _row(t, row) if row is not None else None
-
-
-def base_row(
-    conn: apsw.Connection, n: int, t: TableInfo, world: World, key: tuple
-) -> tuple[dict | None, int | None]:
-    """The row as the world saw it when it forked, and the parent's seq that base stands at
-    (None: the fork's own: the world's horizon in main, or its fork on the world clock).
-
-    The frozen copy (world -id) holds the parent's rows as the world forked from a world saw
-    them, and the rows a partial merge already gave the parent (stamped with the parent's seq
-    after that merge, so the merge itself doesn't count as the parent changing them).
-    """
-    frozen = overlay_entry(conn, n, t, -world.id, key)
-    if frozen is not None:
-        return frozen[1], frozen[2]
-    return main_as_of(conn, n, t, key, world.base.get(n, 0)), None
-
-
 def world_changes(
     db: Database, world: World, parent: Session, tables: set[str] | None = None, other: bool = False
 ) -> list[Change]:
@@ -178,7 +95,7 @@ def world_changes(
         width = len(t.key_cols)
         for entry in entries:
             key = tuple(entry[1 : 1 + width])
-            ours = None if entry[0] else _row(t, entry[1 + width :])
+            ours = None if entry[0] else as_row(t, entry[1 + width :])
             base, since = base_row(conn, n, t, world, key)
             if ours == base:
                 continue  # written back as it was: no change
@@ -250,14 +167,14 @@ def _changes_against_main(
     for r in rows:
         dead, key = r[0], tuple(r[1 : 1 + width])
         at = 1 + width
-        ours = None if dead else _row(t, r[at : at + ncols])
+        ours = None if dead else as_row(t, r[at : at + ncols])
         at += ncols
         has_frozen, frozen_dead = r[at], r[at + 1]
-        frozen = None if frozen_dead else _row(t, r[at + 3 : at + 3 + ncols])
+        frozen = None if frozen_dead else as_row(t, r[at + 3 : at + 3 + ncols])
         at += 3 + ncols
-        past_op, past = r[at], _row(t, r[at + 1 : at + 1 + ncols])
+        past_op, past = r[at], as_row(t, r[at + 1 : at + 1 + ncols])
         at += 1 + ncols
-        has_live, live = r[at], _row(t, r[at + 1 : at + 1 + ncols])
+        has_live, live = r[at], as_row(t, r[at + 1 : at + 1 + ncols])
         at += 1 + ncols
         main_changed = bool(r[at])
         if has_frozen:

@@ -13,8 +13,9 @@ from ..statements.sqltext import literal, quote_ident
 from ..storage.branchref import BranchRef
 from ..storage.catalog import TableInfo
 from ..storage.db import Database
+from ..storage.rows import view_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
-from .changes import Change, view_row, world_changes
+from .changes import Change, world_changes
 from .schema import Step, steps
 
 ORDER = {"delete": 0, "update": 1, "insert": 2}

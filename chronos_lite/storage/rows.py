@@ -19,6 +19,8 @@ from . import events, faults, worlds, worldsql
 from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
+from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from .worlds import World
 from .worldsql import key_view
 
 
@@ -244,3 +246,98 @@ def _write(
         raise from_sqlite(exc) from None
     finally:
         db.end_call(session)
+
+
+# --- row readers: a key's row on main, as it was, in an overlay, as a branch sees it ------------
+
+
+def key_where(t: TableInfo, prefix: str = "") -> str:
+    """The key columns (history and overlay spell them alike) equal to ? each."""
+    return " AND ".join(f"{prefix}{quote_ident(c)} = ?" for c in t.key_cols)
+
+
+def main_key_where(t: TableInfo) -> str:
+    """Main's row of a key: its rowid, or its primary key columns."""
+    if t.key_kind == "rowid":
+        return "rowid = ?"
+    return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
+
+
+def as_row(t: TableInfo, values: tuple) -> dict[str, Any]:
+    return dict(zip(t.column_names, values))
+
+
+def main_row(conn: apsw.Connection, t: TableInfo, key: tuple) -> dict | None:
+    """Main's row of a key now."""
+    row = conn.execute(
+        f"select {t.main_columns()} from main.{quote_ident(t.stored)} where {main_key_where(t)}",
+        key,
+    ).fetchone()
+    return as_row(t, row) if row is not None else None
+
+
+def main_as_of(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> dict | None:
+    """Main's row as it was when the table's history stood at ``seq``."""
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    past = conn.execute(
+        f"select {OP}, {cols} from main.{history_table(n)} where {key_where(t)} "
+        f"and {SEQ} > ? order by {SEQ} limit 1",
+        (*key, seq),
+    ).fetchone()
+    if past is None:
+        return main_row(conn, t, key)
+    return as_row(t, past[1:]) if past[0] == 1 else None
+
+
+def main_changed_since(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> bool:
+    return (
+        conn.execute(
+            f"select 1 from main.{history_table(n)} where {key_where(t)} and {SEQ} > ? limit 1",
+            (*key, seq),
+        ).fetchone()
+        is not None
+    )
+
+
+def overlay_entry(
+    conn: apsw.Connection, n: int, t: TableInfo, world: int, key: tuple
+) -> tuple[bool, dict | None, int] | None:
+    """(found, row or None for a tombstone, seq) of a world's overlay entry for a key."""
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    row = conn.execute(
+        f"select {DEAD}, {SEQ}, {cols} from main.{overlay_table(n)} "
+        f"where {WORLD} = ? and {key_where(t)}",
+        (world, *key),
+    ).fetchone()
+    if row is None:
+        return None
+    return True, (None if row[0] else as_row(t, row[2:])), row[1]
+
+
+def view_row(session: Session, n: int, t: TableInfo, key: tuple) -> dict | None:
+    """A row as the session's branch sees it."""
+    if session.world is None:
+        return main_row(session.conn, t, key)
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    if t.key_kind == "rowid":
+        source, where = f"temp.{key_view(n)}", f"{quote_ident(ROWID_COL)} = ?"
+    else:
+        source, where = f"temp.{quote_ident(t.name)}", main_key_where(t)
+    row = session.conn.execute(f"select {cols} from {source} where {where}", key).fetchone()
+    return as_row(t, row) if row is not None else None
+
+
+def base_row(
+    conn: apsw.Connection, n: int, t: TableInfo, world: World, key: tuple
+) -> tuple[dict | None, int | None]:
+    """The row as the world saw it when it forked, and the parent's seq that base stands at
+    (None: the fork's own: the world's horizon in main, or its fork on the world clock).
+
+    The frozen copy (world -id) holds the parent's rows as the world forked from a world saw
+    them, and the rows a partial merge already gave the parent (stamped with the parent's seq
+    after that merge, so the merge itself doesn't count as the parent changing them).
+    """
+    frozen = overlay_entry(conn, n, t, -world.id, key)
+    if frozen is not None:
+        return frozen[1], frozen[2]
+    return main_as_of(conn, n, t, key, world.base.get(n, 0)), None
