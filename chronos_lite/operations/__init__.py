@@ -2,4 +2,14 @@
 rights, bounds, faults, the reply), who may do what (``rights``), and the operations' handlers
 with their text renderings, one module per concern. Importing the package registers them all."""
 
-from . import handlers, insert, sql  # noqa: F401 - each module registers its operations
+from . import branches, data, history, insert, merging, sql  # noqa: F401 - they register
+from .registry import REGISTRY
+
+REGISTRY.arrange(
+    [
+        *("describe", "sql", "get", "put", "insert", "delete"),
+        *("fork", "set_meta", "branches", "discard"),
+        *("diff", "merge", "merge_preview", "rebase"),
+        *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
+    ]
+)

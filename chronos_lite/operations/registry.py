@@ -73,6 +73,13 @@ class Args(dict):
 
 
 Handler = Callable[[Any, Args, Caller], Reply]
+
+
+def branch_of(args: dict[str, Any]) -> str:
+    """The branch a call names; main when it names none."""
+    return args.get("branch") or "main"
+
+
 T = TypeVar("T")
 
 
@@ -239,6 +246,13 @@ class Registry:
     def add(self, op: Operation) -> Operation:
         self._ops[op.name] = op
         return op
+
+    def arrange(self, names: list[str]) -> None:
+        """List the operations in this order (tools/list, help): the spec's, describe first."""
+        missing = set(self._ops) ^ set(names)
+        if missing:
+            raise ValueError(f"arrange: name every operation once ({sorted(missing)})")
+        self._ops = {name: self._ops[name] for name in names}
 
     def __iter__(self):
         return iter(self._ops.values())

@@ -1,0 +1,108 @@
+"""The branch operations: fork, a branch's notes, the list of branches, discard.
+
+Each handler takes the database, validated arguments and the caller, and returns a Reply whose
+text is what every front end shows (the shell's output for the same command)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import render
+from ..merge import diff as merge_diff
+from ..storage import lifecycle
+from ..storage.db import Database
+from .registry import REGISTRY, Caller, Reply, operation
+
+
+@operation(
+    "fork",
+    "Create a branch",
+    "Creates a branch: an instant private copy of main (or of another branch) to change freely. "
+    'Put notes in meta, e.g. {"task": "..."}. Then pass branch="<name>" to other tools.',
+)
+def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
+    source = args.get("from") or "main"
+    world = lifecycle.fork(db, args["name"], source, args.get("meta"), owner=caller.name)
+    caller.own_worlds.add(world.wid)
+    return Reply(
+        f"created branch {world.name} (world id {world.wid}) from {source}; "
+        f'pass branch="{world.name}" to work on it',
+        _world_data(db, world),
+    )
+
+
+@operation(
+    "set_meta",
+    "Set a branch's notes",
+    "Merges a JSON object into a branch's metadata; a null value removes a key.",
+    idempotent=True,
+)
+def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
+    world = lifecycle.set_meta(db, args["branch"], args["meta"])
+    return Reply(
+        f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
+        {"branch": world.name, "meta": world.meta},
+    )
+
+
+@operation(
+    "branches",
+    "List branches",
+    "Lists branches (main and every open world) with their parent, number of changes, "
+    "version, owner and notes.",
+    read_only=True,
+    idempotent=True,
+)
+def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
+    worlds = db.worlds()
+    columns = ["name", "world_id", "parent", "changes", "version", "owner", "meta"]
+    table_rows: list[list[Any]] = [["main", None, None, None, None, None, None]]
+    data = [{"name": "main"}]
+    for w in worlds:
+        item = _world_data(db, w)
+        data.append(item)
+        table_rows.append(
+            [
+                w.name,
+                w.wid,
+                w.parent,
+                item["changes"],
+                w.version,
+                w.owner,
+                json.dumps(w.meta, ensure_ascii=False) if w.meta else None,
+            ]
+        )
+    return Reply(render.table(columns, table_rows), {"branches": data}, (columns, table_rows))
+
+
+@operation(
+    "discard",
+    "Throw a branch away",
+    "Throws a branch and its changes away. A branch with branches forked from it is "
+    "refused unless cascade=true, which discards them too.",
+    destructive=True,
+)
+def discard_op(db: Database, args: dict, caller: Caller) -> Reply:
+    gone = lifecycle.discard(db, args["branch"], bool(args.get("cascade")))
+    names = ", ".join(f"{w.name} (world id {w.wid})" for w in gone)
+    noun = "branch" if len(gone) == 1 else "branches"
+    return Reply(f"discarded {noun} {names}", {"discarded": [w.name for w in gone]})
+
+
+def _world_data(db: Database, world: Any) -> dict:
+    return {
+        "name": world.name,
+        "world_id": world.wid,
+        "parent": world.parent,
+        "changes": merge_diff.diff(db, world.name).count,  # as diff counts them
+        "version": world.version,
+        "owner": world.owner,
+        "meta": world.meta,
+    }
+
+
+__all__ = ["REGISTRY"]
+
+
+# --- diff and merge (chronos_lite/merge) ------------------------------------------------------

@@ -1,0 +1,80 @@
+"""The row operations: describe the tables, read, write and delete one row.
+
+Each handler takes the database, validated arguments and the caller, and returns a Reply whose
+text is what every front end shows (the shell's output for the same command)."""
+
+from __future__ import annotations
+
+from .. import render
+from ..errors import NOT_FOUND, ChronosError
+from ..storage import describe, rows
+from ..storage.db import Database
+from .registry import Caller, Reply, branch_of, operation
+
+
+@operation(
+    "describe",
+    "Describe the tables",
+    "Tables with row counts, their fields with types, keys and rules, an example or the allowed "
+    "values of each, and a sample row, on any branch (default main). Call this first.",
+    read_only=True,
+    idempotent=True,
+)
+def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
+    text, data = describe.describe(db, branch_of(args), args.get("table"))
+    return Reply(text, data)
+
+
+@operation(
+    "get",
+    "Read one row",
+    "Reads one row by its id (its primary key as text).",
+    read_only=True,
+    idempotent=True,
+)
+def get_op(db: Database, args: dict, caller: Caller) -> Reply:
+    longest = caller.max_chars // 5 if caller.max_chars else None  # (text and data: twice)
+    t, row, cut = rows.get_within(db, branch_of(args), args["table"], args["id"], longest)
+    if row is None:
+        raise ChronosError(f"no row {t.name}/{args['id']} on {branch_of(args)}", NOT_FOUND)
+    text = f"{t.name}/{args['id']} {render.row_json(row)}"
+    data = {"table": t.name, "id": args["id"], "row": render.json_row(row)}
+    if cut:  # too long for a reply: each long value's beginning, and how to read the rest
+        text += (
+            f"\n(the values of {', '.join(cut)} are only their first {longest:,} characters "
+            f"(bytes of a blob): read them in parts with the sql tool, e.g. select "
+            f"substr({cut[0]}, {longest + 1}, {longest}) ...)"
+        )
+        data["cut"] = cut
+    return Reply(text, data)
+
+
+@operation(
+    "put",
+    "Create or replace one row",
+    "Creates or replaces one row (the whole row: columns left out get their default).",
+    destructive=True,
+    idempotent=True,
+)
+def put_op(db: Database, args: dict, caller: Caller) -> Reply:
+    branch = branch_of(args)
+    created = rows.put(db, branch, args["table"], args["id"], args["record"])
+    verb = "created" if created else "replaced"
+    _, t = db.table(args["table"], db.resolve(branch))
+    return Reply(
+        f"{verb} {t.name}/{args['id']} on {branch}",
+        {"table": t.name, "id": args["id"], "created": created, "branch": branch},
+    )
+
+
+@operation(
+    "delete", "Delete one row", "Deletes one row by its id.", destructive=True, idempotent=True
+)
+def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
+    branch = branch_of(args)
+    rows.delete(db, branch, args["table"], args["id"])
+    _, t = db.table(args["table"], db.resolve(branch))
+    return Reply(
+        f"deleted {t.name}/{args['id']} on {branch}",
+        {"table": t.name, "id": args["id"], "branch": branch},
+    )

@@ -1,0 +1,138 @@
+"""Diff and merge: what changed, merge, merge preview, rebase.
+
+Each handler takes the database, validated arguments and the caller, and returns a Reply whose
+text is what every front end shows (the shell's output for the same command)."""
+
+from __future__ import annotations
+
+from ..merge import apply as merge_apply
+from ..merge import diff as merge_diff
+from ..merge import preview as merge_preview
+from ..merge import rebase as merge_rebase
+from ..storage.db import Database
+from .registry import Caller, Reply, operation
+
+
+def _merge_options(args: dict) -> merge_apply.Options:
+    return merge_apply.Options(
+        resolve=args.get("resolve") or "fail",
+        by_columns=bool(args.get("by_columns")),
+        rows=args.get("rows") or {},
+        only_tables=args.get("only_tables"),
+        only_keys=args.get("only_keys"),
+        into=args.get("into"),
+    )
+
+
+@operation(
+    "diff",
+    "What changed",
+    "What changed on a branch since it was forked, row by row and field by field: the count "
+    "and a line per table first, the deleted rows first with what they held, then "
+    "'+ table/id {row}' and '~ table/id field: old -> new'. Pages of limit (default 20; ask "
+    "for small pages) from offset. to: compare with another branch. as_sql: the change as SQL "
+    "statements. count: the count line alone. readers: what reads the changed columns.",
+    read_only=True,
+    idempotent=True,
+)
+def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
+    branch = args["branch"]
+    d = (
+        merge_diff.compare(db, branch, args["to"])
+        if args.get("to")
+        else merge_diff.diff(db, branch)
+    )
+    if args.get("readers"):
+        text, found = merge_preview.readers(db, d)
+        return Reply(text, {"branch": branch, "readers": found})
+    data = {"branch": branch, "count": d.count, "summary": d.summary()}
+    if args.get("count"):
+        return Reply(d.summary(), data)
+    ordered = d.ordered()
+    offset, limit = args.get("offset", 0), args.get("limit", 20)
+    page = ordered[offset : offset + limit]
+    data["changes"] = [merge_diff.change_data(c) for c in page]
+    schema = [s.op.sql(s.table) + ";" for s in d.schema] if offset == 0 else []
+    if d.schema:
+        data["schema"] = [
+            {"table": s.table, "kind": s.op.kind, "sql": s.op.sql(s.table)} for s in d.schema
+        ]
+    if args.get("as_sql"):
+        footer = merge_diff.page_footer(offset, len(page), len(ordered), "changes", "diff")
+        text = "\n".join(
+            [f"-- {d.summary()}", *schema, *(merge_diff.change_sql(c) for c in page)]
+            + ([f"-- {footer}"] if footer else [])
+        )
+        return Reply(text, data)
+    return Reply(merge_diff.render(d, limit, offset), data)
+
+
+@operation(
+    "merge",
+    "Merge a branch",
+    "Applies a branch's changes to its parent and finishes the branch. If rows both sides "
+    "changed, nothing is merged and the conflicts come back (base, ours, theirs), with a hint: "
+    "settle with resolve (ours | theirs), by_columns, rows, or look with merge_preview. With "
+    "only_tables, only_keys or into, just those rows merge (or go to another branch) and the "
+    "branch stays. version: merge only if the branch is still at that version.",
+    destructive=True,
+)
+def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
+    name = args["branch"]
+    p = merge_apply.merge(
+        db,
+        name,
+        _merge_options(args),
+        args.get("version"),
+        args.get("confirm_deletes"),
+        args.get("target"),
+        bool(args.get("confirm")),
+    )
+    n = len(p.writes) + len(p.schema)
+    noun = "change" if n == 1 else "changes"
+    text = f"merged {n} {noun} from {name} into {p.parent_name}"
+    if p.partial:
+        text += f"; {name} stays open"
+    kept = [o for o in p.outcomes if o.outcome == "theirs"]
+    if kept:
+        text += f" ({len(kept)} kept as {p.parent_name} had them)"
+    return Reply(text, {"branch": name, "into": p.parent_name, "merged": n, "open": p.partial})
+
+
+@operation(
+    "merge_preview",
+    "Preview a merge",
+    "What merge would do with the same parameters, without doing it: a row per table first "
+    "(outcome summary), then the rows it deletes, then the rest, each with its outcome (apply, "
+    "conflict, combined, theirs, by hand), why, and the base, ours, theirs and result rows. "
+    "Pages of limit (default 20) from offset; pass the version it names with later pages and "
+    "with merge.",
+    read_only=True,
+    idempotent=True,
+)
+def merge_preview_op(db: Database, args: dict, caller: Caller) -> Reply:
+    text, data = merge_preview.preview(
+        db,
+        args["branch"],
+        _merge_options(args),
+        args.get("limit", 20),
+        args.get("offset", 0),
+        args.get("version"),
+    )
+    return Reply(text, data)
+
+
+@operation(
+    "rebase",
+    "Rebase a branch",
+    "Moves a branch's fork point up to its parent as it is now, keeping the branch's own "
+    "changes on top, without changing the parent. Conflicts settle as in merge (resolve, "
+    "by_columns, rows) or the rebase is refused with nothing changed. Returns REBASE n, n the "
+    "parent's rows it took in.",
+)
+def rebase_op(db: Database, args: dict, caller: Caller) -> Reply:
+    n = merge_rebase.rebase(db, args["branch"], _merge_options(args), args.get("version"))
+    return Reply(f"REBASE {n}", {"branch": args["branch"], "taken": n})
+
+
+# --- putting a branch back (chronos_lite/restore.py) -----------------------------------------
