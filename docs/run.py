@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Re-run the examples of the docs and compare their output with what the pages show.
+
+    python docs/run.py --check [PAGE...]   exit 1 on any difference: page, line and a diff
+    python docs/run.py --write [PAGE...]   put the real output in the pages
+
+PAGE is a path or a page's name (``cli``, ``README``); default: README.md and docs/*.md.
+
+What runs, page by page, in page order (a reader following the page has the same state):
+
+- a ```console block: each ``$ `` line is a command for bash (a heredoc's lines and a line
+  ending in ``\\`` belong to it); the lines after it, up to the next ``$ `` line, are what it
+  printed, stdout and stderr together. Input files are made in the block itself, in plain
+  sight: ``$ cat > file <<'EOF'``.
+- a ```python block: run by the venv's ``python``; what it prints is the plain ``` block right
+  after it (no such block: it prints nothing).
+- a block right after ``<!-- docs: not run: REASON -->`` is left alone. Other blocks (```sh,
+  ```json, ```text, plain ```) are text.
+
+One bash process per page runs everything, so variables, ``cd`` and ``$!`` carry over between
+blocks. Its folder is /tmp/chronos-docs/<page> (made afresh; HOME is /tmp/chronos-docs/<page>.home,
+also fresh), PATH starts with this checkout's venv, and commands read /dev/null unless they
+redirect. Output is compared after NORMALIZE (below), and ``--write`` leaves an output as the page
+has it when it differs only there, so regenerating a page doesn't churn its ids and times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import fcntl
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = Path("/tmp/chronos-docs")
+COMMAND_TIMEOUT = 120.0  # seconds one command may take before the page is given up
+NOT_RUN = re.compile(r"^<!-- docs: not run: (.+?) -->$")
+
+# What differs from run to run, each replaced by a fixed token before comparing. Keep it short:
+# anything not listed here must match exactly.
+NORMALIZE: list[tuple[re.Pattern[str], str]] = [
+    # world ids: random, never reused
+    (re.compile(r"\bw[0-9a-f]{16}\b"), "w<id>"),
+    # local times as chronos prints them ('2026-11-30 11:57:23', with an optional fraction)
+    (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?\b"), "<time>"),
+    # Unix times (`created`, history's `time`): seconds since 1970, with a fraction
+    (re.compile(r"\b1[0-9]{9}\.\d+\b"), "<unix time>"),
+    # a process id, in the busy error's "process 23566 (python3 app.py) holds the write lock"
+    (re.compile(r"\bprocess \d+\b"), "process <pid>"),
+    # bash's `time`: real 0m35.281s, user 0m0.527s, sys 0m0.146s
+    (re.compile(r"\b\d+m\d+\.\d{3}s\b"), "<duration>"),
+    # a measured time in milliseconds: the shell's `Time: 3.349 ms`, the time limits' figures
+    (re.compile(r"\b\d[\d,]*(?:\.\d+)? ms\b"), "<n> ms"),
+]
+
+
+def normalize(text: str) -> str:
+    for pattern, token in NORMALIZE:
+        text = pattern.sub(token, text)
+    return text
+
+
+# --- reading a page -------------------------------------------------------------------------
+
+
+@dataclass
+class Command:
+    line: int  # 1-based line of its `$ ` in the page
+    source: list[str]  # the command as the page shows it, `$ ` included
+    output: list[str]  # what the page shows after it
+
+
+@dataclass
+class Block:
+    kind: str  # "console", "python" or "text" (not run)
+    start: int  # 0-based index of the opening fence
+    end: int  # 0-based index of the closing fence
+    body: list[str]
+    commands: list[Command] = field(default_factory=list)
+    output: Block | None = None  # a python block's printed output (a plain ``` block)
+    skipped: str | None = None  # why it isn't run
+
+
+HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def parse_console(body: list[str], first_line: int) -> list[Command]:
+    """Split a console block into commands with their output (first_line: the body's line)."""
+    commands: list[Command] = []
+    i = 0
+    while i < len(body):
+        if not body[i].startswith("$ "):
+            if not commands:
+                raise ValueError(f"line {first_line + i}: a console block starts with `$ `")
+            commands[-1].output.append(body[i])
+            i += 1
+            continue
+        start = i
+        source = [body[i]]
+        delimiters = [m.group(2) for m in HEREDOC.finditer(body[i]) if "<<<" not in m.group(0)]
+        while source[-1].endswith("\\") and i + 1 < len(body):
+            i += 1
+            source.append(body[i])
+            delimiters += [m.group(2) for m in HEREDOC.finditer(body[i])]
+        for delimiter in delimiters:  # each heredoc's lines, up to its delimiter
+            while i + 1 < len(body):
+                i += 1
+                source.append(body[i])
+                if body[i].strip() == delimiter:
+                    break
+        commands.append(Command(first_line + start, source, []))
+        i += 1
+    return commands
+
+
+def parse_page(lines: list[str]) -> list[Block]:
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^```(\S*)\s*$", lines[i])
+        if not fence:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```"), None)
+        if end is None:
+            raise ValueError(f"line {i + 1}: a block that doesn't end")
+        lang = fence.group(1)
+        kind = lang if lang in ("console", "python") else "text"
+        block = Block(kind, i, end, lines[i + 1 : end])
+        block.skipped = _marker(lines, i)
+        if block.skipped is None and kind == "console":
+            block.commands = parse_console(block.body, i + 2)
+        if kind == "text" and lang == "" and blocks and _follows(lines, blocks[-1], i):
+            blocks[-1].output = block  # a python block's output
+        blocks.append(block)
+        i = end + 1
+    return [b for b in blocks if not any(b is p.output for p in blocks)]
+
+
+def _marker(lines: list[str], fence: int) -> str | None:
+    """The reason in a `<!-- docs: not run: ... -->` just above the fence (blank lines apart)."""
+    j = fence - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    m = NOT_RUN.match(lines[j].strip()) if j >= 0 else None
+    return m.group(1) if m else None
+
+
+def _follows(lines: list[str], block: Block, fence: int) -> bool:
+    between = lines[block.end + 1 : fence]
+    return block.kind == "python" and block.skipped is None and not any(s.strip() for s in between)
+
+
+# --- running it -----------------------------------------------------------------------------
+
+
+class Shell:
+    """One bash for a page: commands in on a pipe, their output (stdout and stderr) out on
+    another, each followed by a marker line so we know where it ends."""
+
+    LOOP = (
+        'while IFS= read -r -d "" __docs_cmd; do '
+        'eval "$__docs_cmd" </dev/null; printf "\\n%s\\n" "$__DOCS_MARK"; done'
+    )
+
+    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+        self.mark = f"--docs-{uuid.uuid4().hex}--"
+        self.proc = subprocess.Popen(
+            ["bash", "--norc", "--noprofile", "-c", self.LOOP],
+            cwd=cwd,
+            env={**env, "__DOCS_MARK": self.mark},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: background jobs end with it
+        )
+        self.pending = b""
+
+    def run(self, command: str, timeout: float = COMMAND_TIMEOUT) -> str:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(command.encode() + b"\0")
+        self.proc.stdin.flush()
+        mark = f"\n{self.mark}\n".encode()
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while mark not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError(f"no end after {timeout:.0f} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("bash exited")
+            self.pending += chunk
+        out, self.pending = self.pending.split(mark, 1)
+        return out.decode(errors="replace")
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+def environment(home: Path) -> dict[str, str]:
+    """This checkout's `chronos` first on PATH, a fresh HOME, and nothing of the caller's
+    terminal, locale or chronos settings that would change what commands print."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("XDG_", "CHRONOS_", "LC_"))
+        and k not in ("COLUMNS", "LINES", "PAGER", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONSTARTUP")
+    }
+    venv = ROOT / ".venv" / "bin"
+    venv_bin = venv if venv.is_dir() else Path(sys.executable).parent
+    env.update(
+        HOME=str(home),
+        PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",
+        LANG="C.UTF-8",
+        LC_ALL="C.UTF-8",
+        TERM="dumb",
+    )
+    return env
+
+
+@dataclass
+class Mismatch:
+    page: str
+    line: int
+    expected: list[str]
+    actual: list[str]
+
+    def report(self) -> str:
+        diff = difflib.unified_diff(
+            normalize("\n".join(self.expected)).splitlines(),
+            normalize("\n".join(self.actual)).splitlines(),
+            "page",
+            "run",
+            lineterm="",
+        )
+        return f"{self.page}:{self.line}: the output differs\n" + "\n".join(diff)
+
+
+def lines_of(output: str) -> list[str]:
+    return output[:-1].split("\n") if output.endswith("\n") else output.split("\n")
+
+
+def same(expected: list[str], actual: list[str]) -> bool:
+    return normalize("\n".join(expected)).rstrip() == normalize("\n".join(actual)).rstrip()
+
+
+class PageRun:
+    def __init__(self, page: Path) -> None:
+        self.page = page
+        self.name = page.relative_to(ROOT).as_posix()
+        self.lines = page.read_text().split("\n")
+        self.blocks = parse_page(self.lines)
+        self.mismatches: list[Mismatch] = []
+        self.new_output: dict[int, list[str]] = {}  # a command's or python block's line -> output
+        self.tokens: dict[str, str] = {}  # a run's normalized value -> the page's, for --write
+
+    def run(self) -> None:
+        stem = self.page.stem
+        with _lock(SCRATCH / f"{stem}.lock"):
+            folder, home, scripts = (SCRATCH / f"{stem}{s}" for s in ("", ".home", ".blocks"))
+            for path in (folder, home, scripts):
+                shutil.rmtree(path, ignore_errors=True)
+                path.mkdir(parents=True)
+            shell = Shell(folder, environment(home))
+            try:
+                for block in self.blocks:
+                    if block.skipped is None:
+                        self._run_block(shell, block, scripts)
+            finally:
+                shell.close()
+
+    def _run_block(self, shell: Shell, block: Block, scripts: Path) -> None:
+        if block.kind == "console":
+            for command in block.commands:
+                text = "\n".join(command.source)[2:]
+                self._compare(command.line, command.output, self._exec(shell, text, command.line))
+        elif block.kind == "python":
+            script = scripts / f"line{block.start + 1}.py"
+            script.write_text("\n".join(block.body) + "\n")
+            expected = block.output.body if block.output else []
+            actual = self._exec(shell, f"python {script} 2>&1", block.start + 1)
+            self._compare(block.start + 1, expected, actual)
+
+    def _exec(self, shell: Shell, command: str, line: int) -> list[str]:
+        try:
+            return lines_of(shell.run(command))
+        except (TimeoutError, RuntimeError) as exc:
+            raise SystemExit(f"{self.name}:{line}: {exc}: {command.splitlines()[0]}") from None
+
+    def _compare(self, line: int, expected: list[str], actual: list[str]) -> None:
+        if actual == [""]:
+            actual = []
+        if same(expected, actual):
+            self._learn(expected, actual)
+        else:
+            self.mismatches.append(Mismatch(self.name, line, expected, actual))
+            self.new_output[line] = actual
+
+    def _learn(self, expected: list[str], actual: list[str]) -> None:
+        """Remember which of the page's ids (and other normalized values) a run's stand for."""
+        for pattern, _ in NORMALIZE:
+            pairs = zip(pattern.findall("\n".join(actual)), pattern.findall("\n".join(expected)))
+            for ran, shown in pairs:
+                self.tokens.setdefault(ran, shown)
+
+    def write(self) -> bool:
+        """Put the new outputs in the page; True if it changed."""
+        if not self.new_output:
+            return False
+        out: list[str] = []
+        i = 0
+        for block in self.blocks:
+            out += self.lines[i : block.start + 1]
+            i = block.start + 1
+            if block.kind == "console" and block.skipped is None:
+                for command in block.commands:
+                    out += command.source
+                    out += self._shown(command.line, command.output)
+                i = block.end
+            elif block.kind == "python" and (block.start + 1) in self.new_output:
+                out += self.lines[i : block.end + 1]
+                new = self._shown(block.start + 1, [])
+                if block.output:
+                    out += self.lines[block.end + 1 : block.output.start + 1] + new
+                    i = block.output.end
+                else:
+                    out += ["", "```", *new, "```"] if new else []
+                    i = block.end + 1
+        out += self.lines[i:]
+        self.page.write_text("\n".join(out))
+        return True
+
+    def _shown(self, line: int, old: list[str]) -> list[str]:
+        if line not in self.new_output:
+            return old
+        text = "\n".join(self.new_output[line])
+        for pattern, _ in NORMALIZE:  # the page's ids where the run's stand for them
+            text = pattern.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
+        return text.split("\n") if text else []
+
+
+class _lock:
+    """One run of a page at a time on this machine: its scratch folder is fixed."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = path.open("w")
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
+
+
+# --- the command line -----------------------------------------------------------------------
+
+
+def pages(names: list[str]) -> Iterator[Path]:
+    if not names:
+        yield ROOT / "README.md"
+        yield from sorted((ROOT / "docs").glob("*.md"))
+        return
+    for name in names:
+        path = Path(name)
+        if not path.suffix:
+            path = ROOT / ("README.md" if name == "README" else f"docs/{name}.md")
+        if not path.exists():
+            raise SystemExit(f"no page {name}")
+        yield path.resolve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="report differences, exit 1 if any")
+    mode.add_argument("--write", action="store_true", help="put the real output in the pages")
+    parser.add_argument("pages", nargs="*", metavar="PAGE")
+    ns = parser.parse_args(argv)
+    failed = False
+    for page in pages(ns.pages):
+        started = time.monotonic()
+        run = PageRun(page)
+        run.run()
+        took = time.monotonic() - started
+        if ns.write:
+            changed = run.write()
+            print(f"{run.name}: {'rewritten' if changed else 'unchanged'} ({took:.1f} s)")
+        else:
+            for mismatch in run.mismatches:
+                print(mismatch.report(), end="\n\n")
+            failed |= bool(run.mismatches)
+            state = f"{len(run.mismatches)} differences" if run.mismatches else "ok"
+            print(f"{run.name}: {state} ({took:.1f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
