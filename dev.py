@@ -4,8 +4,8 @@
 python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
 python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
 python3 dev.py fuzz N  # the safe-mode fuzz test with N sequences of hostile calls (CI runs 40)
-python3 dev.py docs [PAGE...]  # re-run the docs' examples and write their real output into the pages
-                               # (tests/test_docs.py checks them: python docs/run.py --check)
+python3 dev.py docs    # re-run the docs' examples and write their real output into the pages
+                       # (docs/run.py --write; `docs cli`: one page); tests/test_docs.py checks them
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def demo() -> None:
 
 def test() -> None:
     setup("[test]")
-    sh(BIN / "ruff", "check", "chronos_lite", "tests", "benchmarks", "examples", "docs", "dev.py")
+    paths = ["chronos_lite", "tests", "benchmarks", "examples", "docs/run.py", "dev.py"]
+    sh(BIN / "ruff", "check", *paths)
     workers = os.environ.get("CHRONOS_TEST_WORKERS", "2")
     sh(BIN / "python", "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *sys.argv[2:])
 
