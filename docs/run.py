@@ -63,6 +63,9 @@ NORMALIZE: list[tuple[re.Pattern[str], str]] = [
     # a measured time in milliseconds: the shell's `Time: 3.349 ms`, the time limits' figures
     (re.compile(r"\b\d[\d,]*(?:\.\d+)? ms\b"), "<n> ms"),
 ]
+# Names of one thing (a world, a process): --write shows a run's id as the page already shows
+# it, one by one. The other values (times) are kept as the page has them only all together.
+IDENTITIES = {"w<id>", "process <pid>"}
 
 
 def normalize(text: str) -> str:
@@ -350,8 +353,11 @@ class PageRun:
         if line not in self.new_output:
             return old
         text = "\n".join(self.new_output[line])
-        for pattern, _ in NORMALIZE:  # the page's ids where the run's stand for them
-            text = pattern.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
+        for pattern, token in NORMALIZE:
+            found = pattern.findall(text)
+            # a table mixing the page's times with the run's would read as nonsense
+            if token in IDENTITIES or all(value in self.tokens for value in found):
+                text = pattern.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
         return text.split("\n") if text else []
 
 
