@@ -63,8 +63,8 @@ NORMALIZE: list[tuple[re.Pattern[str], str]] = [
     # a measured time in milliseconds: the shell's `Time: 3.349 ms`, the time limits' figures
     (re.compile(r"\b\d[\d,]*(?:\.\d+)? ms\b"), "<n> ms"),
 ]
-# Names of one thing (a world, a process): --write shows a run's id as the page already shows
-# it, one by one. The other values (times) are kept as the page has them only all together.
+# Names of one thing (a world, a process): where --write puts a run's output in, it shows their
+# ids as the rest of the page already does. Times are the run's: they must agree with each other.
 IDENTITIES = {"w<id>", "process <pid>"}
 
 
@@ -354,9 +354,7 @@ class PageRun:
             return old
         text = "\n".join(self.new_output[line])
         for pattern, token in NORMALIZE:
-            found = pattern.findall(text)
-            # a table mixing the page's times with the run's would read as nonsense
-            if token in IDENTITIES or all(value in self.tokens for value in found):
+            if token in IDENTITIES:
                 text = pattern.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
         return text.split("\n") if text else []
 
