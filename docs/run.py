@@ -38,14 +38,18 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = Path("/tmp/chronos-docs")
 COMMAND_TIMEOUT = 120.0  # seconds one command may take before the page is given up
-NOT_RUN = re.compile(r"^<!-- docs: not run: (.+?) -->$")
+MARKER = re.compile(r"^<!-- docs: (not run: .+?|terminal) -->$")
+TERMINAL_SIZE = ("120", "50")  # columns, rows of the terminal blocks' tmux pane
+# A shell prompt at the start of a terminal block's line: the branch, `=>`, `->` or `=*>`, and
+# what was typed after it.
+PROMPT = re.compile(r"^(?P<prompt>[A-Za-z0-9][\w.@:-]*(?: [\w.@:-]+)*[=-]\*?>)(?: (?P<typed>.*))?$")
 
 # What differs from run to run, each replaced by a fixed token before comparing. Keep it short:
 # anything not listed here must match exactly.
@@ -93,6 +97,7 @@ class Block:
     commands: list[Command] = field(default_factory=list)
     output: Block | None = None  # a python block's printed output (a plain ``` block)
     skipped: str | None = None  # why it isn't run
+    terminal: bool = False  # its one command runs at a terminal (tmux), typed as the page shows
 
 
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -141,7 +146,9 @@ def parse_page(lines: list[str]) -> list[Block]:
         lang = fence.group(1)
         kind = lang if lang in ("console", "python") else "text"
         block = Block(kind, i, end, lines[i + 1 : end])
-        block.skipped = _marker(lines, i)
+        marker = _marker(lines, i)
+        block.skipped = marker[len("not run: ") :] if marker and marker != "terminal" else None
+        block.terminal = marker == "terminal"
         if block.skipped is None and kind == "console":
             block.commands = parse_console(block.body, i + 2)
         if kind == "text" and lang == "" and blocks and _follows(lines, blocks[-1], i):
@@ -152,11 +159,12 @@ def parse_page(lines: list[str]) -> list[Block]:
 
 
 def _marker(lines: list[str], fence: int) -> str | None:
-    """The reason in a `<!-- docs: not run: ... -->` just above the fence (blank lines apart)."""
+    """The `<!-- docs: ... -->` just above the fence (blank lines apart): `not run: REASON` or
+    `terminal`."""
     j = fence - 1
     while j >= 0 and not lines[j].strip():
         j -= 1
-    m = NOT_RUN.match(lines[j].strip()) if j >= 0 else None
+    m = MARKER.match(lines[j].strip()) if j >= 0 else None
     return m.group(1) if m else None
 
 
@@ -280,7 +288,8 @@ class PageRun:
             for path in (folder, home, scripts):
                 shutil.rmtree(path, ignore_errors=True)
                 path.mkdir(parents=True)
-            shell = Shell(folder, environment(home))
+            self.folder, self.env = folder, environment(home)
+            shell = Shell(folder, self.env)
             try:
                 for block in self.blocks:
                     if block.skipped is None:
@@ -289,7 +298,11 @@ class PageRun:
                 shell.close()
 
     def _run_block(self, shell: Shell, block: Block, scripts: Path) -> None:
-        if block.kind == "console":
+        if block.terminal:
+            command = block.commands[0]
+            screen = Terminal(self.folder, self.env, scripts).run(command)
+            self._compare(command.line, command.output, screen)
+        elif block.kind == "console":
             for command in block.commands:
                 text = "\n".join(command.source)[2:]
                 self._compare(command.line, command.output, self._exec(shell, text, command.line))
@@ -357,6 +370,91 @@ class PageRun:
             if token in IDENTITIES:
                 text = pattern.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
         return text.split("\n") if text else []
+
+
+class Terminal:
+    """A terminal block: its command runs in a tmux pane of its own, each line the page shows
+    after a prompt is typed once that prompt is on the screen (a line that starts with `^C`
+    is Ctrl-C pressed while the statement typed before it runs), and the screen is the output."""
+
+    WAIT = 30.0  # seconds for a prompt to come back before typing on anyway
+
+    def __init__(self, folder: Path, env: dict[str, str], scratch: Path) -> None:
+        self.folder, self.env, self.status = folder, env, scratch / "terminal-status"
+        self.base = ["tmux", "-L", f"docs-{uuid.uuid4().hex[:12]}", "-f", "/dev/null"]
+
+    def tmux(self, *args: str) -> str:
+        run = subprocess.run(
+            [*self.base, *args], env=self.env, capture_output=True, text=True, timeout=30
+        )
+        return run.stdout
+
+    def screen(self) -> list[str]:
+        lines = [s.rstrip() for s in self.tmux("capture-pane", "-p", "-J", "-S", "-").split("\n")]
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
+
+    def run(self, command: Command) -> list[str]:
+        self.status.unlink(missing_ok=True)
+        # The pane stays after the shell exits (sleep), so its last screen can be read.
+        script = f"{command.source[0][2:]}; echo $? > {self.status}; exec sleep 600"
+        columns, rows = TERMINAL_SIZE
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            columns,
+            "-y",
+            rows,
+            "-c",
+            str(self.folder),
+            "bash",
+            "--norc",
+            "--noprofile",
+            "-c",
+            script,
+        )
+        try:
+            self._type(command.output)
+            return self.screen()
+        finally:
+            self.tmux("kill-server")
+
+    def _type(self, shown: list[str]) -> None:
+        prompts = 0
+        for i, line in enumerate(shown):
+            m = PROMPT.match(line)
+            if not m:
+                continue
+            prompts += 1
+            # The n-th prompt, waiting on the last line: the one before it may look the same.
+            self._wait(lambda screen: self._at_prompt(screen, m.group("prompt"), prompts))  # noqa: B023
+            typed = m.group("typed")
+            if typed is None:  # the page ends on a prompt: nothing typed
+                continue
+            # tmux reads an argument ending in ';' as the end of its command unless it is '\;'
+            keys = typed[:-1] + "\\;" if typed.endswith(";") else typed
+            self.tmux("send-keys", "-t", "t", "-l", keys)
+            self.tmux("send-keys", "-t", "t", "Enter")
+            if i + 1 < len(shown) and shown[i + 1].startswith("^C"):
+                time.sleep(1.0)  # the statement is running: stop it
+                self.tmux("send-keys", "-t", "t", "C-c")
+        if shown and PROMPT.match(shown[-1]) and PROMPT.match(shown[-1]).group("typed"):
+            self._wait(lambda s: self.status.exists())  # it typed its way out (\q)
+
+    @staticmethod
+    def _at_prompt(screen: list[str], prompt: str, count: int) -> bool:
+        # The last prompt line, not the last line: a completion menu may open below it.
+        shown = [line for line in screen if PROMPT.match(line)]
+        return len(shown) >= count and shown[-1] == prompt
+
+    def _wait(self, ready: Callable[[list[str]], bool]) -> None:
+        deadline = time.monotonic() + self.WAIT
+        while not ready(self.screen()) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 class _lock:
