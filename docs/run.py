@@ -14,6 +14,9 @@ What runs, page by page, in page order (a reader following the page has the same
   sight: ``$ cat > file <<'EOF'``.
 - a ```python block: run by the venv's ``python``; what it prints is the plain ``` block right
   after it (no such block: it prints nothing).
+- a console block right after ``<!-- docs: terminal -->`` is a session at a terminal: its one
+  ``$ `` command runs in a tmux pane, each line that starts with the shell's prompt (``main=> ``)
+  is typed when that prompt shows, and the whole screen is its output.
 - a block right after ``<!-- docs: not run: REASON -->`` is left alone. Other blocks (```sh,
   ```json, ```text, plain ```) are text.
 
