@@ -42,6 +42,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,7 +321,7 @@ class PageRun:
         try:
             return lines_of(shell.run(command))
         except (TimeoutError, RuntimeError) as exc:
-            raise SystemExit(f"{self.name}:{line}: {exc}: {command.splitlines()[0]}") from None
+            raise PageFailed(f"{self.name}:{line}: {exc}: {command.splitlines()[0]}") from None
 
     def _compare(self, line: int, expected: list[str], actual: list[str]) -> None:
         if actual == [""]:
@@ -373,6 +374,10 @@ class PageRun:
             if token in IDENTITIES:
                 text = pattern.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
         return text.split("\n") if text else []
+
+
+class PageFailed(Exception):
+    """The page can't go on: a command that never ended, or a shell that died."""
 
 
 class Terminal:
@@ -497,24 +502,44 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="report differences, exit 1 if any")
     mode.add_argument("--write", action="store_true", help="put the real output in the pages")
+    parser.add_argument(
+        "--jobs", type=int, default=4, help="pages run at once (default 4: their waits overlap)"
+    )
     parser.add_argument("pages", nargs="*", metavar="PAGE")
     ns = parser.parse_args(argv)
     failed = False
-    for page in pages(ns.pages):
-        started = time.monotonic()
-        run = PageRun(page)
-        run.run()
-        took = time.monotonic() - started
-        if ns.write:
-            changed = run.write()
-            print(f"{run.name}: {'rewritten' if changed else 'unchanged'} ({took:.1f} s)")
-        else:
-            for mismatch in run.mismatches:
-                print(mismatch.report(), end="\n\n")
-            failed |= bool(run.mismatches)
-            state = f"{len(run.mismatches)} differences" if run.mismatches else "ok"
-            print(f"{run.name}: {state} ({took:.1f} s)")
+    # The longest pages first, so the others fill the time they spend waiting.
+    todo = sorted(pages(ns.pages), key=lambda p: -p.stat().st_size)
+    with ThreadPoolExecutor(max_workers=max(1, ns.jobs)) as pool:
+        for run, took, error in pool.map(run_page, todo):
+            failed |= report(run, took, error, ns.write)
     return 1 if failed else 0
+
+
+def run_page(page: Path) -> tuple[PageRun, float, str | None]:
+    started = time.monotonic()
+    run = PageRun(page)
+    try:
+        run.run()
+    except PageFailed as exc:
+        return run, time.monotonic() - started, str(exc)
+    return run, time.monotonic() - started, None
+
+
+def report(run: PageRun, took: float, error: str | None, write: bool) -> bool:
+    """Print how a page went; True if it failed."""
+    if error:
+        print(f"{error}\n{run.name}: stopped ({took:.1f} s)")
+        return True
+    if write:
+        changed = run.write()
+        print(f"{run.name}: {'rewritten' if changed else 'unchanged'} ({took:.1f} s)", flush=True)
+        return False
+    for mismatch in run.mismatches:
+        print(mismatch.report(), end="\n\n")
+    state = f"{len(run.mismatches)} differences" if run.mismatches else "ok"
+    print(f"{run.name}: {state} ({took:.1f} s)", flush=True)
+    return bool(run.mismatches)
 
 
 if __name__ == "__main__":
