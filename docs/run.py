@@ -48,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = Path("/tmp/chronos-docs")
+TOOLS = ("bash", "jq", "sqlite3", "tmux")  # what the pages' commands (and terminal blocks) run
 COMMAND_TIMEOUT = 120.0  # seconds one command may take before the page is given up
 MARKER = re.compile(r"^<!-- docs: (not run: .+?|terminal) -->$")
 TERMINAL_SIZE = ("120", "50")  # columns, rows of the terminal blocks' tmux pane
@@ -507,6 +508,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("pages", nargs="*", metavar="PAGE")
     ns = parser.parse_args(argv)
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:  # the pages' commands use them: without them every page would just differ
+        print(f"docs/run.py needs {', '.join(missing)} on PATH (apt-get install {' '.join(missing)})")
+        return 2
     failed = False
     # The longest pages first, so the others fill the time they spend waiting.
     todo = sorted(pages(ns.pages), key=lambda p: -p.stat().st_size)
