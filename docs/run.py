@@ -510,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:  # the pages' commands use them: without them every page would just differ
-        print(f"docs/run.py needs {', '.join(missing)} on PATH (apt-get install {' '.join(missing)})")
+        print(f"docs/run.py needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
         return 2
     failed = False
     # The longest pages first, so the others fill the time they spend waiting.
