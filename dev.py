@@ -4,6 +4,8 @@
 python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
 python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
 python3 dev.py fuzz N  # the safe-mode fuzz test with N sequences of hostile calls (CI runs 40)
+python3 dev.py docs    # re-run the docs' examples and write their real output into the pages
+                       # (docs/run.py --write; `docs cli`: one page); tests/test_docs.py checks them
 """
 
 from __future__ import annotations
@@ -46,9 +48,15 @@ def demo() -> None:
 
 def test() -> None:
     setup("[test]")
-    sh(BIN / "ruff", "check", "chronos_lite", "tests", "benchmarks", "examples", "dev.py")
+    paths = ["chronos_lite", "tests", "benchmarks", "examples", "docs/run.py", "dev.py"]
+    sh(BIN / "ruff", "check", *paths)
     workers = os.environ.get("CHRONOS_TEST_WORKERS", "2")
     sh(BIN / "python", "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *sys.argv[2:])
+
+
+def docs() -> None:
+    setup("[test]")
+    sh(BIN / "python", ROOT / "docs" / "run.py", "--write", *sys.argv[2:])
 
 
 def fuzz() -> None:
@@ -60,9 +68,10 @@ def fuzz() -> None:
 
 if __name__ == "__main__":
     task = sys.argv[1] if len(sys.argv) > 1 else ""
-    if task not in ("demo", "test", "fuzz"):
+    tasks = {"demo": demo, "test": test, "fuzz": fuzz, "docs": docs}
+    if task not in tasks:
         sys.exit(__doc__)
     try:
-        {"demo": demo, "test": test, "fuzz": fuzz}[task]()
+        tasks[task]()
     except subprocess.CalledProcessError as exc:
         sys.exit(exc.returncode)
