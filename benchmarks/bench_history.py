@@ -65,7 +65,7 @@ from common import (
 
 import chronos_lite
 from chronos_lite.history import prune
-from chronos_lite.storage import moments, shadow, worldsql
+from chronos_lite.storage import moments, shadow, worldviews
 
 INDEX = "create index items_category on items(category)"
 # The same rows on both sides, without random(): chronos' table and the plain file must agree.
@@ -274,7 +274,7 @@ def bench_main_as_of(s: Setup) -> list[Figure]:
     sqlconn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
     n, t = db.table("items")
     seq = moments.seq_at(sqlconn, n, moments.parse_moment(moment))
-    sqlconn.execute(f"create temp view asof as {worldsql.view_select(t, n, 0, seq)}")
+    sqlconn.execute(f"create temp view asof as {worldviews.view_select(t, n, 0, seq)}")
 
     as_of = f"items as of '{moment}'"
     runners = {
@@ -331,9 +331,9 @@ def bench_world_as_of(s: Setup) -> list[Figure]:
     base = world.base.get(n, 0)
     when = moments.parse_moment(moment)
     sqlconn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
-    sqlconn.execute(f"create temp view wnow as {worldsql.view_select(t, n, world.id, base)}")
+    sqlconn.execute(f"create temp view wnow as {worldviews.view_select(t, n, world.id, base)}")
     sqlconn.execute(
-        f"create temp view wasof as {worldsql.view_select(t, n, world.id, base, at=when)}"
+        f"create temp view wasof as {worldviews.view_select(t, n, world.id, base, at=when)}"
     )
 
     as_of = f"items as of '{moment}'"

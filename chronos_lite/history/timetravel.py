@@ -4,7 +4,7 @@
 Main's history keeps each row's image before every change, numbered per table (its seq) and
 stamped with the time of the change. The table as it was at a moment is the table as of the last
 seq stamped at or before it: for each key, the first image after that seq, else the live row.
-That is the same read a world makes of main as of its fork (worldsql.view_select), with no
+That is the same read a world makes of main as of its fork (worldviews.view_select), with no
 overlay of its own.
 """
 
@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..statements.sqltext import keywords, quote_ident, tokens
-from ..storage import moments, worldsql
+from ..storage import moments, worldviews
 from ..storage.db import Database, Session
 from ..storage.shadow import OP, SEQ, history_table
 
@@ -116,14 +116,14 @@ def _rewrite_as_of(db: Database, session: Session, stmt: str, clauses: list, wor
         if world is None:
             seq = moments.seq_at(session.conn, n, when)
             view = f"{past_name(n, seq)}_{db.schema_version()}"
-            select = worldsql.view_select(t, n, 0, seq)
+            select = worldviews.view_select(t, n, 0, seq)
         else:
             db.check_world_moment(world, when, moment)
             view = (
                 f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}_{world.fork_seq}_"
                 f"{db.schema_version()}"
             )
-            select = worldsql.view_select(t, n, world.id, world.base.get(n, 0), at=when)
+            select = worldviews.view_select(t, n, world.id, world.base.get(n, 0), at=when)
         if not session.conn.execute(
             "select 1 from temp.sqlite_schema where name = ?", (view,)
         ).fetchone():

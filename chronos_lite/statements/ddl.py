@@ -10,7 +10,7 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..storage import events, shadow, worlds
+from ..storage import events, schemasync, shadow, worlds
 from ..storage.catalog import PREFIX, Column, TableInfo, table_info
 from ..storage.db import Database, Session
 from ..storage.shadow import WORLD, overlay_table
@@ -120,7 +120,7 @@ def _add_column(db: Database, session: Session, stmt: str) -> str:
     column_sql = rest[words[1][2] if upper[1:2] == ["COLUMN"] else words[0][2] :].strip()
     col = _probe_column(t, column_sql)
     for table in shadow.shadow_tables(n):
-        shadow.add_shadow_column(conn, table, col)
+        schemasync.add_shadow_column(conn, table, col)
     _record(
         db,
         conn,

@@ -17,7 +17,7 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..history import timetravel
-from ..storage import events, faults, guard, shadow, worlds, worldschema, worldsql
+from ..storage import events, faults, guard, schemasync, worlds, worldschema, worldsql
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.worlds import World
@@ -390,7 +390,7 @@ def _drop_history_triggers_for(conn: apsw.Connection, stmt: str) -> None:
     upper = [w.upper() for w in names]
     if len(names) > 2 and upper[0] == "ALTER" and upper[1] == "TABLE":
         table = names[3] if upper[2] == "MAIN" and len(names) > 3 else names[2]
-        shadow.drop_triggers(conn, table)
+        schemasync.drop_triggers(conn, table)
 
 
 def _explain(

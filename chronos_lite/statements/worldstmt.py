@@ -19,7 +19,8 @@ from ..errors import ChronosError
 from ..storage import worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.worldsql import CTX, MODES, Upsert, insert_trigger, key_view, trigger_name
+from ..storage.worldsql import CTX, MODES, Upsert, insert_trigger, trigger_name
+from ..storage.worldviews import key_view
 from . import sqltext
 from .sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
 

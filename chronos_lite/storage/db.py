@@ -17,7 +17,7 @@ import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..statements.sqltext import quote_ident
-from . import events, faults, guard, limits, moments, shadow, worlds, worldschema
+from . import events, faults, guard, limits, moments, schemasync, shadow, worlds, worldschema
 from .branchref import BranchRef
 from .catalog import TableInfo, table_info, user_tables
 from .faults import FILE_GONE, NOT_A_DATABASE
@@ -230,7 +230,7 @@ class Database:
 
     def _sync(self, conn: apsw.Connection) -> None:
         """Shadow objects in line with main's schema (in the caller's write transaction)."""
-        self._tables = shadow.sync(conn)
+        self._tables = schemasync.sync(conn)
         self._trust(self._main)
 
     def _trust(self, session: Session, tables: dict | None = None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import apsw
 
 from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
-from . import shadow
+from . import schemasync, shadow
 from .db import DB_FILE
 
 
@@ -41,7 +41,7 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
         conn.execute("pragma journal_mode = wal")
         conn.execute("BEGIN IMMEDIATE")
         shadow.install_base(conn)
-        shadow.sync(conn)
+        schemasync.sync(conn)
         conn.execute("COMMIT")
         conn.close()
         os.replace(tmp, path)

@@ -21,7 +21,7 @@ from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 from .worlds import World
-from .worldsql import key_view
+from .worldviews import key_view
 
 
 def parse_id(t: TableInfo, text: str) -> list[Any]:

@@ -14,14 +14,13 @@ never reach our own object names):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import apsw
 
 from ..statements.sqltext import comma_parts, name_tokens, quote_ident, quote_literal
-from .catalog import PREFIX, ROWID_COL, Column, TableInfo, table_info, user_tables
+from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
 # History seqs are per table and only grow: the pruner (with retention) keeps each table's
@@ -271,7 +270,7 @@ def overlay_ddl(t: TableInfo, n: int) -> list[str]:
         # A thin copy of the key: a world's reads probe it once per main row, and probing it
         # costs a third less than probing the table (whose leaves hold whole rows).
         f"CREATE INDEX {overlay_keys(n)} ON {o}({WORLD}, {keys})",
-        *_overlay_unique_indexes(t, n),
+        *overlay_unique_indexes(t, n),
     ]
 
 
@@ -292,7 +291,7 @@ def overlay_keys(n: int) -> str:
     return f"_chronos_o_{n}_k"
 
 
-def _overlay_unique_indexes(t: TableInfo, n: int) -> list[str]:
+def overlay_unique_indexes(t: TableInfo, n: int) -> list[str]:
     o = overlay_table(n)
     out = []
     for cols in t.uniques:
@@ -401,143 +400,6 @@ def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
         (t.name, t.name),
     )
     return True
-
-
-# --- keeping the shadow objects in step with main's schema -----------------------------------
-
-
-def _registry(conn: apsw.Connection) -> dict[int, dict]:
-    out = {}
-    # (A table a world created is the world's until it merges: not main's to follow.)
-    for n, name, columns, dropped in conn.execute(
-        "select id, name, columns, dropped from _chronos_tables where id not in "
-        "(select table_id from _chronos_schema where kind = 'create')"
-    ):
-        out[n] = {"name": name, "columns": json.loads(columns), "dropped": dropped}
-    return out
-
-
-def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
-    """A table renamed by any client carries our triggers along; follow them to its new name."""
-    for trig, tbl in conn.execute(
-        "select name, tbl_name from sqlite_schema where type = 'trigger' "
-        "and name like '\\_chronos\\_t%\\_ad' escape '\\'"
-    ).fetchall():
-        n = int(trig[len(PREFIX) + 1 : -3])
-        if n in reg and reg[n]["name"] != tbl:
-            conn.execute("update _chronos_tables set name = ? where id = ?", (tbl, n))
-            reg[n]["name"] = tbl
-
-
-def _add_or_rename_columns(
-    conn: apsw.Connection, n: int, known: list[str], t: TableInfo
-) -> list[str]:
-    """Shadow columns follow main's: added columns are added, renamed ones renamed."""
-    current = t.column_names
-    if len(current) == len(known) and sum(a != b for a, b in zip(current, known)) == 1:
-        old, new = next((a, b) for a, b in zip(known, current) if a != b)
-        if new not in known:
-            for tbl in shadow_tables(n):
-                conn.execute(
-                    f"alter table {tbl} rename column {quote_ident(old)} to {quote_ident(new)}"
-                )
-            return current
-    merged = list(known)
-    for c in t.columns:
-        if c.name not in merged:
-            for tbl in shadow_tables(n):
-                add_shadow_column(conn, tbl, c)
-            merged.append(c.name)
-    return merged
-
-
-def add_shadow_column(conn: apsw.Connection, table: str, c: Column) -> None:
-    """A column for a shadow table (history or overlay), unless it has one of that name (a
-    world added it first). With the column's default, rows written before it existed read as
-    main's do."""
-    have = [r[1].lower() for r in conn.execute(f"pragma table_info({table})")]
-    if not have or c.name.lower() in have:  # (no such table yet: it is made with the column)
-        return
-    default = f" DEFAULT {c.default}" if c.default is not None else ""
-    try:
-        conn.execute(f"alter table {table} add column {quote_ident(c.name)} {c.decltype}{default}")
-    except apsw.SQLError:  # ADD COLUMN refuses a default that isn't a constant
-        conn.execute(f"alter table {table} add column {quote_ident(c.name)} {c.decltype}")
-
-
-def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
-    """Bring every shadow object in line with main's tables. Runs inside a write transaction.
-
-    Returns the user tables by name, each with its shadow number and description.
-    """
-    reg = _registry(conn)
-    _follow_renames(conn, reg)
-    live = {v["name"]: n for n, v in reg.items() if not v["dropped"]}
-    names = set(user_tables(conn))
-    for name, n in live.items():
-        if name not in names:
-            conn.execute("update _chronos_tables set dropped = 1 where id = ?", (n,))
-    out: dict[str, tuple[int, TableInfo]] = {}
-    for name in sorted(names):
-        t = table_info(conn, name)
-        if name in live:
-            n = live[name]
-            columns = _add_or_rename_columns(conn, n, reg[n]["columns"], t)
-            if columns != reg[n]["columns"]:
-                conn.execute(
-                    "update _chronos_tables set columns = ? where id = ?", (json.dumps(columns), n)
-                )
-            for ddl in _overlay_unique_indexes(t, n):
-                conn.execute(ddl)
-        else:
-            conn.execute(
-                "insert into _chronos_tables(name, columns) values (?, ?)",
-                (name, json.dumps(t.column_names)),
-            )
-            n = conn.last_insert_rowid()
-            for ddl in history_ddl(t, n) + overlay_ddl(t, n):
-                conn.execute(ddl)
-        for ddl in world_history_ddl(t, n):  # (also for tables made before worlds kept it)
-            conn.execute(ddl)
-        if ensure_autoincrement(conn, t):
-            t = table_info(conn, name)
-        else:
-            conn.execute("insert or ignore into _chronos_counters values (?, 0)", (n,))
-        _install_triggers(conn, t, n)
-        out[name] = (n, t)
-    # Other processes compare this with the file's schema version to know there is no more to do.
-    conn.execute(
-        "insert or replace into _chronos_meta values ('synced_schema', "
-        "(select schema_version from pragma_schema_version))"
-    )
-    return out
-
-
-def _install_triggers(conn: apsw.Connection, t: TableInfo, n: int) -> None:
-    wanted = main_triggers(t, n)
-    have = dict(
-        conn.execute(
-            "select name, sql from sqlite_schema where type = 'trigger' "
-            "and name like ? escape '\\'",
-            (f"\\_chronos\\_t{n}\\_%",),
-        ).fetchall()
-    )
-    for name, sql in have.items():
-        if wanted.get(name) != sql:
-            conn.execute(f"drop trigger {quote_ident(name)}")
-    for name, sql in wanted.items():
-        if have.get(name) != sql:
-            conn.execute(sql)
-
-
-def drop_triggers(conn: apsw.Connection, table: str) -> None:
-    """Remove a table's history triggers (before DROP COLUMN, which refuses while they name it)."""
-    for (name,) in conn.execute(
-        "select name from sqlite_schema where type = 'trigger' and tbl_name = ? "
-        "and name like '\\_chronos\\_t%' escape '\\'",
-        (table,),
-    ).fetchall():
-        conn.execute(f"drop trigger {quote_ident(name)}")
 
 
 def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> None:

@@ -1,0 +1,151 @@
+"""The views that make a connection see a world: for each user table, a TEMP view named like it
+(it shadows ``main.T`` in unqualified names).
+
+For world ``w`` that sees main as of seq ``S``, the view is the union of
+
+1. main's live rows that neither the world nor main since ``S`` changed,
+2. the images of rows main changed since ``S``, as they were at ``S`` (from history),
+3. the world's own rows from its overlay (tombstones left out).
+
+All three arms are plain SQL on indexed tables, so a world reads at native speed. A world as it
+was at a moment reads its history the same way. Writes are ``worldsql``'s triggers.
+"""
+
+from __future__ import annotations
+
+from ..statements.sqltext import quote_ident
+from .catalog import ROWID_COL, TableInfo
+from .shadow import (
+    DEAD,
+    OP,
+    SEQ,
+    TIME,
+    WORLD,
+    history_table,
+    overlay_keys,
+    overlay_table,
+    world_history_table,
+)
+
+
+def key_view(n: int) -> str:
+    return f"_chronos_k{n}"
+
+
+def _cols(t: TableInfo, prefix: str = "") -> str:
+    return ", ".join(prefix + quote_ident(c) for c in t.column_names)
+
+
+def _same_key(t: TableInfo, left: str, right: str) -> str:
+    """Shadow row ``left`` and shadow row ``right`` hold the same key."""
+    return " AND ".join(f"{left}.{quote_ident(c)} = {right}.{quote_ident(c)}" for c in t.key_cols)
+
+
+def _main_row_is(t: TableInfo, shadow: str) -> str:
+    """Shadow row ``shadow`` holds the key of the live main row ``_m``."""
+    if t.key_kind == "rowid":
+        return f"{shadow}.{quote_ident(ROWID_COL)} = _m.rowid"
+    return " AND ".join(f"{shadow}.{quote_ident(c)} = _m.{quote_ident(c)}" for c in t.pk)
+
+
+def view_select(
+    t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = False, at: float | None = None
+) -> str:
+    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay
+    (``at``: the world's rows as they were at that moment, from the worlds' history).
+
+    The checks against the overlay and history are correlated index probes, so a point lookup
+    costs a few probes rather than a pass over the world's changes; each is guarded by a test
+    SQLite evaluates once per statement, so a table the world never changed (and main did not
+    change since the fork) reads at the speed of main.
+    """
+    if at is not None:
+        return _view_at(t, n, world, seq, with_rowid, at)
+    o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
+    cols = t.main_columns("_m.")
+    rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
+    untouched = (
+        f"(NOT EXISTS (SELECT 1 FROM {o} WHERE {WORLD} = {world}) OR NOT EXISTS "
+        f"(SELECT 1 FROM {o} AS o INDEXED BY {overlay_keys(n)} "
+        f"WHERE o.{WORLD} = {world} AND {_main_row_is(t, 'o')}))"
+    )
+    unchanged = (
+        f"((SELECT coalesce(max({SEQ}), 0) FROM {h}) <= {seq} OR NOT EXISTS "
+        f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
+    )
+    live = (
+        f"SELECT {cols}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"WHERE {untouched} AND {unchanged}"
+    )
+    past = (
+        f"SELECT {_cols(t, 'h.')}{', h.' + quote_ident(ROWID_COL) if with_rowid else ''} "
+        f"FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
+        f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {_same_key(t, 'h2', 'h')} "
+        f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} "
+        f"AND {_same_key(t, 'o', 'h')})"
+    )
+    own_cols = ", ".join(
+        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
+        for c in t.columns
+    )  # a generated column is computed from the world's own values
+    own = (
+        f"SELECT {own_cols}{', ' + quote_ident(ROWID_COL) if with_rowid else ''} "
+        f"FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
+    )
+    return f"{live} UNION ALL {past} UNION ALL {own}"
+
+
+def _view_at(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool, at: float) -> str:
+    """The world's rows as they were at moment ``at``.
+
+    The world's entry for a key then is its first history record after ``at`` (the entry as it
+    was before that change, or that there was none), else its entry now. Keys without an entry
+    then read main as of the world's fork, as the world's view does.
+    """
+    o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
+    wh = f"main.{world_history_table(n)}"
+    when = repr(float(at))
+
+    def had_entry(match) -> str:
+        # Overlay entries are only ever rewritten (each rewrite recorded first), never deleted
+        # while the world's history reads true: a key with no entry now had none then, and the
+        # history probe is needed only for keys that have one (most main rows have none).
+        return (
+            f"(EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} AND {match('o')}) AND "
+            f"coalesce((SELECT x.{OP} FROM {wh} AS x WHERE x.{WORLD} = {world} AND {match('x')} "
+            f"AND x.{TIME} > {when} ORDER BY x.{TIME}, x.rowid LIMIT 1), 1))"
+        )
+
+    rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
+    unchanged = (
+        f"((SELECT coalesce(max({SEQ}), 0) FROM {h}) <= {seq} OR NOT EXISTS "
+        f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
+    )
+    live = (
+        f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"WHERE NOT {had_entry(lambda a: _main_row_is(t, a))} AND {unchanged}"
+    )
+    hidden = f", h.{quote_ident(ROWID_COL)}" if with_rowid else ""
+    past = (
+        f"SELECT {_cols(t, 'h.')}{hidden} FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
+        f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {_same_key(t, 'h2', 'h')} "
+        f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
+        f"AND NOT {had_entry(lambda a: _same_key(t, a, 'h'))}"
+    )
+    own_cols = ", ".join(
+        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
+        for c in t.columns
+    ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+    now = (
+        f"SELECT {own_cols} FROM {o} AS e WHERE e.{WORLD} = {world} AND e.{DEAD} = 0 "
+        f"AND NOT EXISTS (SELECT 1 FROM {wh} AS x WHERE x.{WORLD} = {world} "
+        f"AND {_same_key(t, 'x', 'e')} AND x.{TIME} > {when})"
+    )
+    then = (
+        f"SELECT {own_cols} FROM {wh} AS x WHERE x.{WORLD} = {world} AND x.{TIME} > {when} "
+        f"AND x.{OP} = 1 AND x.{DEAD} = 0 AND NOT EXISTS (SELECT 1 FROM {wh} AS y "
+        f"WHERE y.{WORLD} = {world} AND {_same_key(t, 'y', 'x')} AND y.{TIME} > {when} "
+        f"AND (y.{TIME} < x.{TIME} OR (y.{TIME} = x.{TIME} AND y.rowid < x.rowid)))"
+    )
+    return f"{live} UNION ALL {past} UNION ALL {now} UNION ALL {then}"
