@@ -81,7 +81,7 @@ class Chronos(Database):
         *,
         pk: str | list[str] | None = None,
         upsert: bool = False,
-        format: str | None = None,  # noqa: A002 - the option's name
+        format: str | None = None,
         encoding: str | None = None,
         branch: str = "main",
     ) -> loading.Loaded:
@@ -196,7 +196,7 @@ class Chronos(Database):
         return REGISTRY.call(self, operation, args, caller)
 
 
-def open(folder: str | os.PathLike) -> Chronos:  # noqa: A001 - the natural name
+def open(folder: str | os.PathLike) -> Chronos:
     """Open a database folder made by ``chronos init``."""
     return Chronos(folder)
 

@@ -370,7 +370,7 @@ class Shell:
             self.file = None
         if rest:
             try:
-                self.file = open(Path(rest).expanduser(), "w")  # noqa: SIM115 (kept open)
+                self.file = open(Path(rest).expanduser(), "w")
             except OSError as exc:
                 raise ChronosError(f"\\o: can't write {rest}: {exc.strerror}") from None
 

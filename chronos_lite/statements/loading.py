@@ -157,7 +157,7 @@ class Source:
 
     def _open(self) -> io.BufferedReader:
         try:
-            return open(self.path, "rb")  # noqa: SIM115 - closed by the caller
+            return open(self.path, "rb")
         except FileNotFoundError:
             raise ChronosError(f"no file {self.shown}", NOT_FOUND) from None
         except IsADirectoryError:
@@ -204,7 +204,7 @@ class Source:
             try:
                 csv.field_size_limit(LONGEST_FIELD)
                 rows = self._parsed(fp)
-                for n, row in enumerate(rows, start=1):  # noqa: B007 - n names a bad row
+                for n, row in enumerate(rows, start=1):
                     if not isinstance(row, dict):
                         raise ChronosError(
                             f"row {n} of {self.shown} is {_kind(row)}, not an object: each row "
