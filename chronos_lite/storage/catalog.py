@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import apsw
 
 from ..statements.sqltext import comma_parts, matching_paren, name_tokens, quote_ident
+from .fetch import all_rows, one_row
 
 PREFIX = "_chronos_"
 ROWID_COL = "_chronos_rowid"
@@ -93,11 +94,13 @@ class TableInfo:
 
 
 def user_tables(conn: apsw.Connection) -> list[str]:
-    rows = conn.execute(
-        "select name from pragma_table_list where schema = 'main' and type = 'table' "
-        "and name not like 'sqlite\\_%' escape '\\' and name not like '\\_chronos\\_%' escape '\\'"
-        " order by name"
-    ).fetchall()
+    rows = all_rows(
+        conn.execute(
+            "select name from pragma_table_list where schema = 'main' and type = 'table' "
+            "and name not like 'sqlite\\_%' escape '\\' "
+            "and name not like '\\_chronos\\_%' escape '\\' order by name"
+        )
+    )
     return [r[0] for r in rows]
 
 
@@ -114,9 +117,11 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         if pkpos:
             pk.append((pkpos, cname))
     pk_names = tuple(c for _, c in sorted(pk))
-    sql = conn.execute(
-        "select sql from main.sqlite_schema where type = 'table' and name = ?", (name,)
-    ).fetchone()[0]
+    sql = one_row(
+        conn.execute(
+            "select sql from main.sqlite_schema where type = 'table' and name = ?", (name,)
+        )
+    )[0]
     if any(c.generated for c in cols):
         expressions = generated_expressions(sql)
         cols = [

@@ -21,6 +21,7 @@ from . import events, faults, guard, limits, moments, schemasync, shadow, worlds
 from .branchref import BranchRef
 from .catalog import TableInfo, table_info, user_tables
 from .faults import FILE_GONE, NOT_A_DATABASE
+from .fetch import all_rows, one_row
 from .worlds import World
 from .worldsql import CTX, CTX_DDL, world_objects, world_trigger_names
 
@@ -210,7 +211,7 @@ class Database:
     def tables(self) -> dict[str, tuple[int, TableInfo]]:
         """User tables with their shadow numbers, brought up to date with main's schema."""
         conn = self._main.conn
-        version = conn.execute("pragma main.schema_version").fetchone()[0]
+        version = one_row(conn.execute("pragma main.schema_version"))[0]
         if version != self._schema_version:
             self._refresh_tables(version)
         return self._tables
@@ -225,7 +226,7 @@ class Database:
         else:
             with self.write(conn):
                 self._sync(conn)
-        self._schema_version = conn.execute("pragma main.schema_version").fetchone()[0]
+        self._schema_version = one_row(conn.execute("pragma main.schema_version"))[0]
         self._trust(self._main)
 
     def _sync(self, conn: apsw.Connection) -> None:
@@ -411,9 +412,10 @@ class Database:
     ) -> None:
         """Put the session's connection on its world: its views and triggers."""
         conn, world = session.conn, session.world
-        for (name,) in conn.execute(
-            "select name from temp.sqlite_schema where type = 'view'"
-        ).fetchall():
+        assert world is not None  # only a world's session (or a past one's) is placed
+        for (name,) in all_rows(
+            conn.execute("select name from temp.sqlite_schema where type = 'view'")
+        ):
             conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
         for stmt in world_objects(tables, world.id, world.base, writable, at):
             conn.execute(stmt)
@@ -426,7 +428,7 @@ class Database:
                 )
         _copy_user_views(conn)
         session.own_temp = {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
-        session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
+        session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
         self._trust(session, tables)
 
     def rebuild_world(self, session: Session) -> None:
@@ -456,18 +458,20 @@ class Database:
         conn = session.conn
         if session.world is not None:
             conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
-        if conn.execute("pragma temp.schema_version").fetchone()[0] == session.temp_version:
+        if one_row(conn.execute("pragma temp.schema_version"))[0] == session.temp_version:
             return
-        for name, kind in conn.execute(
-            "select name, type from temp.sqlite_schema where type in ('table', 'view', "
-            "'trigger', 'index')"
-        ).fetchall():
+        for name, kind in all_rows(
+            conn.execute(
+                "select name, type from temp.sqlite_schema where type in ('table', 'view', "
+                "'trigger', 'index')"
+            )
+        ):
             if name not in session.own_temp and kind in ("table", "view", "trigger"):
                 try:
                     conn.execute(f"drop {kind} if exists temp.{quote_ident(name)}")
                 except apsw.Error:
                     pass
-        session.temp_version = conn.execute("pragma temp.schema_version").fetchone()[0]
+        session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
 
     def close_session(self, world_id: int) -> None:
         """A world ended: its connection goes."""
@@ -490,10 +494,12 @@ def _copy_user_views(conn: apsw.Connection) -> None:
 
     (A view stored in main would read main's tables even on a world connection.)
     """
-    pending = conn.execute(
-        "select name, sql from main.sqlite_schema where type = 'view' "
-        "and name not like '\\_chronos\\_%' escape '\\'"
-    ).fetchall()
+    pending = all_rows(
+        conn.execute(
+            "select name, sql from main.sqlite_schema where type = 'view' "
+            "and name not like '\\_chronos\\_%' escape '\\'"
+        )
+    )
     while pending:  # views built on views: retry until no progress
         failed = []
         for name, sql in pending:

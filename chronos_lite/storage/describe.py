@@ -15,6 +15,7 @@ from .. import render
 from ..statements.sqltext import at_most, quote_ident
 from .catalog import TableInfo
 from .db import Database, Session
+from .fetch import one_row
 
 SAMPLE_ROWS = 1000  # rows read for examples and the values a column holds
 FEW = 5  # at most this many distinct values (in a larger sample) read as "one of"
@@ -43,7 +44,7 @@ def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
 
 def _table(session: Session, t: TableInfo) -> dict[str, Any]:
     conn, q = session.conn, quote_ident(t.name)
-    count = conn.execute(f"select count(*) from {q}").fetchone()[0]
+    count = one_row(conn.execute(f"select count(*) from {q}"))[0]
     cols = ", ".join(at_most(quote_ident(c), LONG) for c in t.column_names)
     sample = [
         tuple(map(_marked, row))

@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from . import worlds
+from .fetch import all_rows, one_row
 from .moments import show_moment
 from .shadow import SEQ, TIME, history_table
 
@@ -40,7 +41,7 @@ def record(
 
 def tick(conn: apsw.Connection) -> int:
     """Move the world clock on (inside the caller's write transaction); the new value."""
-    return conn.execute("update main._chronos_clock set seq = seq + 1 returning seq").fetchall()[0][
+    return all_rows(conn.execute("update main._chronos_clock set seq = seq + 1 returning seq"))[0][
         0
     ]
 
@@ -48,16 +49,14 @@ def tick(conn: apsw.Connection) -> int:
 def positions(conn: apsw.Connection, tables: dict) -> dict[int, int]:
     """Each table's last history seq (to bracket the seqs a main write wrote)."""
     return {
-        n: conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}").fetchone()[
-            0
-        ]
+        n: one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))[0]
         for n, _t in tables.values()
     }
 
 
 def clock(conn: apsw.Connection) -> int:
     """The world clock now (a world write's rows are stamped with the ticks after it)."""
-    return conn.execute("select seq from main._chronos_clock").fetchone()[0]
+    return one_row(conn.execute("select seq from main._chronos_clock"))[0]
 
 
 def ranges(before: dict[int, int], after: dict[int, int]) -> dict[str, list[int]]:
@@ -66,11 +65,13 @@ def ranges(before: dict[int, int], after: dict[int, int]) -> dict[str, list[int]
 
 def listing(conn: apsw.Connection, world: int, tables: dict, limit: int) -> list[dict[str, Any]]:
     """The branch's newest events first; for main, with the writes apps made directly."""
-    rows = conn.execute(
-        "select time, kind, actor, run, rows, detail from main._chronos_events where world = ? "
-        "order by id desc limit ?",
-        (world, limit),
-    ).fetchall()
+    rows = all_rows(
+        conn.execute(
+            "select time, kind, actor, run, rows, detail from main._chronos_events where world = ? "
+            "order by id desc limit ?",
+            (world, limit),
+        )
+    )
     out = [
         {
             "time": r[0],

@@ -12,6 +12,7 @@ from ..errors import IN_USE, ChronosError
 from ..statements.sqltext import quote_ident
 from . import catalog, events, moments, worlds, worldschema
 from .branchref import BranchRef
+from .fetch import all_rows
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
 from .worlds import World
 
@@ -44,6 +45,7 @@ def fork(
         src = BranchRef.parse(source)
         past = src.past and src.is_main  # main as it was at a moment
         then = None  # forking a world as it was at a moment
+        parent: World | None
         if src.past and not past:
             then = moments.checked_moment(db, src.when or "")
             parent = worlds.find(conn, src.name)
@@ -52,6 +54,7 @@ def fork(
             parent = None if src.is_main else db.resolve(src)
         clock = events.tick(conn)  # writes stamped before the fork are not the new world's
         if then is not None:  # the parent's clock just before its first write after then
+            assert parent is not None  # (then is set only with a world to fork from)
             clock = _clock_at(db, conn, parent, then, clock)
         if past:  # main as it was at a moment: each table as of its last change before
             when = moments.checked_moment(db, src.when or "")
@@ -76,7 +79,7 @@ def fork(
 def horizons(conn: apsw.Connection, tables: dict) -> dict[int, int]:
     """Main as it is now: each table's last history seq (one index lookup per table)."""
     return {
-        n: conn.execute(f"select coalesce(max({SEQ}), 0) from {history_table(n)}").fetchall()[0][0]
+        n: all_rows(conn.execute(f"select coalesce(max({SEQ}), 0) from {history_table(n)}"))[0][0]
         for n, _t in tables.values()
     }
 
@@ -86,11 +89,13 @@ def _clock_at(db: Database, conn: apsw.Connection, parent: World, then: float, n
     parent's first write after then: the parent's writes since are the parent's changes."""
     first = now
     for n, _t in db.tables_for(parent, conn).values():
-        row = conn.execute(
-            f"select min({SEQ}) from {world_history_table(n)} where {WORLD} = ? "
-            f"and _chronos_time > ?",
-            (parent.id, then),
-        ).fetchall()[0]
+        row = all_rows(
+            conn.execute(
+                f"select min({SEQ}) from {world_history_table(n)} where {WORLD} = ? "
+                f"and _chronos_time > ?",
+                (parent.id, then),
+            )
+        )[0]
         if row[0] is not None:
             first = min(first, row[0] - 1)
     return first
@@ -159,7 +164,7 @@ def finish(conn: apsw.Connection, world_id: int, state: str = "discarded") -> No
     """A world ends (in the caller's transaction): its rows and schema changes go (a merge has
     taken what it merged), its catalog row stays with its state."""
     worldschema.discard_ops(conn, world_id)
-    for (n,) in conn.execute("select id from _chronos_tables").fetchall():
+    for (n,) in all_rows(conn.execute("select id from _chronos_tables")):
         conn.execute(
             f"delete from {overlay_table(n)} where {WORLD} in (?, ?)", (world_id, -world_id)
         )

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from .fetch import all_rows
+
 # A person's write outlasts an agent's call at its default limit (30 s) rather than fail.
 BUSY_MS = 35_000
 AGENT_QUERY_MS = 30_000  # safe mode's (and agents') statement time limit by default
@@ -97,7 +99,7 @@ class Bounds:
     def committed(self, conn: apsw.Connection) -> None:
         """After a write transaction's commit on ``conn``: if others are writing too and this
         one got the lock without waiting, pause so that they get it next."""
-        version = conn.execute("pragma data_version").fetchall()[0][0]  # (all: stays cached)
+        version = all_rows(conn.execute("pragma data_version"))[0][0]  # (all: stays cached)
         now = time.monotonic()
         if self._versions.get(id(conn), version) != version:  # another connection committed
             self._others_until = now + CONTENDED_S

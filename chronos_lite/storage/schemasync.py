@@ -11,6 +11,7 @@ import apsw
 
 from ..statements.sqltext import quote_ident
 from .catalog import PREFIX, Column, TableInfo, table_info, user_tables
+from .fetch import all_rows
 from .shadow import (
     ensure_autoincrement,
     history_ddl,
@@ -35,10 +36,12 @@ def _registry(conn: apsw.Connection) -> dict[int, dict]:
 
 def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
     """A table renamed by any client carries our triggers along; follow them to its new name."""
-    for trig, tbl in conn.execute(
-        "select name, tbl_name from sqlite_schema where type = 'trigger' "
-        "and name like '\\_chronos\\_t%\\_ad' escape '\\'"
-    ).fetchall():
+    for trig, tbl in all_rows(
+        conn.execute(
+            "select name, tbl_name from sqlite_schema where type = 'trigger' "
+            "and name like '\\_chronos\\_t%\\_ad' escape '\\'"
+        )
+    ):
         n = int(trig[len(PREFIX) + 1 : -3])
         if n in reg and reg[n]["name"] != tbl:
             conn.execute("update _chronos_tables set name = ? where id = ?", (tbl, n))
@@ -132,11 +135,13 @@ def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
 def _install_triggers(conn: apsw.Connection, t: TableInfo, n: int) -> None:
     wanted = main_triggers(t, n)
     have = dict(
-        conn.execute(
-            "select name, sql from sqlite_schema where type = 'trigger' "
-            "and name like ? escape '\\'",
-            (f"\\_chronos\\_t{n}\\_%",),
-        ).fetchall()
+        all_rows(
+            conn.execute(
+                "select name, sql from sqlite_schema where type = 'trigger' "
+                "and name like ? escape '\\'",
+                (f"\\_chronos\\_t{n}\\_%",),
+            )
+        )
     )
     for name, sql in have.items():
         if wanted.get(name) != sql:
@@ -148,9 +153,11 @@ def _install_triggers(conn: apsw.Connection, t: TableInfo, n: int) -> None:
 
 def drop_triggers(conn: apsw.Connection, table: str) -> None:
     """Remove a table's history triggers (before DROP COLUMN, which refuses while they name it)."""
-    for (name,) in conn.execute(
-        "select name from sqlite_schema where type = 'trigger' and tbl_name = ? "
-        "and name like '\\_chronos\\_t%' escape '\\'",
-        (table,),
-    ).fetchall():
+    for (name,) in all_rows(
+        conn.execute(
+            "select name from sqlite_schema where type = 'trigger' and tbl_name = ? "
+            "and name like '\\_chronos\\_t%' escape '\\'",
+            (table,),
+        )
+    ):
         conn.execute(f"drop trigger {quote_ident(name)}")

@@ -21,6 +21,7 @@ import apsw
 
 from ..statements.sqltext import comma_parts, name_tokens, quote_ident, quote_literal
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
+from .fetch import all_rows, one_row
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
 # History seqs are per table and only grow: the pruner (with retention) keeps each table's
@@ -333,15 +334,15 @@ def autoincrement_sql(t: TableInfo) -> str | None:
         return None
     cstart, cend = col_span
     coldef = body[cstart:cend]
-    words = name_tokens(coldef)
-    upper = [w.upper() for w, _, _ in words]
+    tokens = name_tokens(coldef)
+    upper = [w.upper() for w, _, _ in tokens]
     if "PRIMARY" in upper:
         i = upper.index("PRIMARY") + 2  # PRIMARY KEY
         if i < len(upper) and upper[i] in ("ASC", "DESC"):
             i += 1
         if i + 2 < len(upper) + 1 and upper[i : i + 2] == ["ON", "CONFLICT"]:
             i += 3
-        insert_at = words[i - 1][2]
+        insert_at = tokens[i - 1][2]
         new_coldef = coldef[:insert_at] + " AUTOINCREMENT" + coldef[insert_at:]
         new_body = body[:cstart] + new_coldef + body[cend:]
     elif table_pk_span is not None:
@@ -382,7 +383,7 @@ def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
         new_sql = autoincrement_sql(t)
         if new_sql is None or not _same_shape(conn, t, new_sql):
             return False
-        version = conn.execute("pragma schema_version").fetchone()[0]
+        version = one_row(conn.execute("pragma schema_version"))[0]
         conn.execute("pragma writable_schema = on")
         try:
             conn.execute(
@@ -405,11 +406,13 @@ def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
 def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> None:
     """Chronos' own tables added since the file was made (a read when there are none); each
     change in a write transaction (``write``: the database's)."""
-    have = conn.execute(
-        "select count(*) from sqlite_schema where name in "
-        "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
-        "'_chronos_merge_rows')"
-    ).fetchall()[0][0]
+    have = all_rows(
+        conn.execute(
+            "select count(*) from sqlite_schema where name in "
+            "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
+            "'_chronos_merge_rows')"
+        )
+    )[0][0]
     if have < 4:
         with write(conn):
             install_base(conn)

@@ -17,6 +17,7 @@ from typing import Any
 import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
+from .fetch import all_rows
 
 MAX_META_BYTES = 64 * 1024
 
@@ -117,39 +118,43 @@ def is_open(conn: apsw.Connection, name: str) -> bool:
 
 def name_of(conn: apsw.Connection, world_id: int) -> tuple[str, str] | None:
     """A world's name and state, ended ones too (None: no such world)."""
-    row = conn.execute(
-        "select name, state from _chronos_worlds where id = ?", (world_id,)
-    ).fetchall()
+    row = all_rows(
+        conn.execute("select name, state from _chronos_worlds where id = ?", (world_id,))
+    )
     return (row[0][0], row[0][1]) if row else None
 
 
 def latest_named(conn: apsw.Connection, name: str) -> int | None:
     """The id of the world of that name: the open one, else the one that ended last."""
-    row = conn.execute(
-        "select id from _chronos_worlds where name = ? order by state = 'open' desc, id desc "
-        "limit 1",
-        (name,),
-    ).fetchall()
+    row = all_rows(
+        conn.execute(
+            "select id from _chronos_worlds where name = ? order by state = 'open' desc, id desc "
+            "limit 1",
+            (name,),
+        )
+    )
     return row[0][0] if row else None
 
 
 def parent_and_fork(conn: apsw.Connection, world_id: int) -> tuple[int | None, int]:
     """A world's parent (None: main) and its clock at the fork."""
-    return conn.execute(
-        "select parent, fork_seq from main._chronos_worlds where id = ?", (world_id,)
-    ).fetchall()[0]
+    return all_rows(
+        conn.execute("select parent, fork_seq from main._chronos_worlds where id = ?", (world_id,))
+    )[0]
 
 
 def readable_since(conn: apsw.Connection, world: World) -> float:
     """When a world began as it is now: its fork, or its last rebase."""
-    return conn.execute(
-        "select coalesce(rebased, created) from _chronos_worlds where id = ?", (world.id,)
-    ).fetchall()[0][0]
+    return all_rows(
+        conn.execute(
+            "select coalesce(rebased, created) from _chronos_worlds where id = ?", (world.id,)
+        )
+    )[0][0]
 
 
 def merge_started(conn: apsw.Connection, world: World) -> float | None:
     """When a merge of the world began and didn't end (None: none did)."""
-    return conn.execute("select merging from _chronos_worlds where id = ?", (world.id,)).fetchall()[
+    return all_rows(conn.execute("select merging from _chronos_worlds where id = ?", (world.id,)))[
         0
     ][0]
 

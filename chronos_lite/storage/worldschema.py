@@ -26,6 +26,7 @@ import apsw
 from ..statements.sqltext import quote_ident
 from . import shadow, worlds
 from .catalog import PREFIX, Column, TableInfo, table_info
+from .fetch import all_rows, one_row
 
 DROPPED = f"{PREFIX}dropped:"  # a world's placeholder for a table it dropped reads this (absent)
 WORKS = (
@@ -59,12 +60,17 @@ class Op:
 
 
 def _ops(conn: apsw.Connection, where: str, args: tuple) -> list[Op]:
-    rows = conn.execute(
-        f"select id, world, clock, kind, table_id, name, detail from main._chronos_schema "
-        f"where {where} order by id",
-        args,
-    ).fetchall()
-    return [Op(*r[:6], json.loads(r[6])) for r in rows]
+    rows = all_rows(
+        conn.execute(
+            f"select id, world, clock, kind, table_id, name, detail from main._chronos_schema "
+            f"where {where} order by id",
+            args,
+        )
+    )
+    return [
+        Op(op_id, world, clock, kind, table_id, name, json.loads(detail))
+        for op_id, world, clock, kind, table_id, name, detail in rows
+    ]
 
 
 def own_ops(conn: apsw.Connection, world_id: int) -> list[Op]:
@@ -75,7 +81,8 @@ def visible_ops(conn: apsw.Connection, world_id: int) -> list[Op]:
     """The ops a world's schema is made of: its own, and each ancestor's from before the fork
     that leads to it."""
     cutoff: dict[int, int | None] = {}
-    w, seen_before = world_id, None
+    w: int | None = world_id
+    seen_before: int | None = None
     while w is not None:
         cutoff[w] = seen_before
         parent, fork_seq = worlds.parent_and_fork(conn, w)
@@ -83,14 +90,16 @@ def visible_ops(conn: apsw.Connection, world_id: int) -> list[Op]:
         w = parent
     marks = ", ".join("?" for _ in cutoff)
     ops = _ops(conn, f"world in ({marks})", tuple(cutoff))
-    return [op for op in ops if cutoff[op.world] is None or op.clock < cutoff[op.world]]
+    return [op for op in ops if (before := cutoff[op.world]) is None or op.clock < before]
 
 
 def signature(conn: apsw.Connection) -> int:
     """Moves on whenever any op is made, moved or removed (ids are never reused)."""
-    return conn.execute(
-        "select coalesce(max(seq), 0) from main.sqlite_sequence where name = '_chronos_schema'"
-    ).fetchone()[0]
+    return one_row(
+        conn.execute(
+            "select coalesce(max(seq), 0) from main.sqlite_sequence where name = '_chronos_schema'"
+        )
+    )[0]
 
 
 def apply_ops(
