@@ -13,6 +13,7 @@ import time
 
 from ..storage import catalog, moments
 from ..storage.db import Database
+from ..storage.fetch import all_rows
 from ..storage.shadow import SEQ, TIME, history_table, world_history_table
 
 BATCH = 2000
@@ -28,7 +29,7 @@ def prune(db: Database, now: float | None = None) -> int:
         for n, seq in world.base.items():
             kept_for_worlds[n] = min(kept_for_worlds.get(n, seq), seq)
     deleted = 0
-    for (n,) in conn.execute("select id from _chronos_tables").fetchall():
+    for (n,) in all_rows(conn.execute("select id from _chronos_tables")):
         if catalog.has_table(conn, history_table(n)):
             floor = kept_for_worlds.get(n)
             deleted += _batches(

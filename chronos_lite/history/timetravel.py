@@ -18,6 +18,7 @@ from typing import Any
 from ..statements.sqltext import keywords, quote_ident, tokens
 from ..storage import moments, worldviews
 from ..storage.db import Database, Session
+from ..storage.fetch import one_row
 from ..storage.shadow import OP, SEQ, history_table
 
 
@@ -97,9 +98,11 @@ def _views_there(session: Session, rewritten: str) -> bool:
     if not names:
         return True
     marks = ", ".join("?" for _ in names)
-    found = session.conn.execute(
-        f"select count(*) from temp.sqlite_schema where name in ({marks})", names
-    ).fetchone()[0]
+    found = one_row(
+        session.conn.execute(
+            f"select count(*) from temp.sqlite_schema where name in ({marks})", names
+        )
+    )[0]
     return found == len(set(names))
 
 

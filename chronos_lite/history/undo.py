@@ -17,6 +17,7 @@ from ..errors import ChronosError
 from ..statements.sqltext import quote_ident
 from ..storage import events, moments, worlds
 from ..storage.db import Database
+from ..storage.fetch import all_rows, one_row
 from ..storage.rows import base_row, format_id, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
 from .restore import rewriting, write_back
@@ -55,10 +56,13 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
         with rewriting(db, session, "undo merge", {"from": branch, "event": event}) as rewrite:
             wconn = rewrite.conn
             todo = []
-            for n, key_text, row_before, row_after in wconn.execute(
-                "select table_id, key, before, after from main._chronos_merge_rows where event = ?",
-                (event,),
-            ).fetchall():
+            for n, key_text, row_before, row_after in all_rows(
+                wconn.execute(
+                    "select table_id, key, before, after from main._chronos_merge_rows "
+                    "where event = ?",
+                    (event,),
+                )
+            ):
                 if n not in tables or key_text is None:
                     done.skipped.append(f"{tables.get(n, ('a dropped table',))[0]}/(a new row)")
                     continue
@@ -137,7 +141,7 @@ def undo_agent(db: Database, agent: str, since_text: str, run: str | None) -> Ag
         query += " and run = ?"
         args.append(run)
     spans: dict[int, dict[str, list]] = {}
-    for world, detail in db.main.conn.execute(query, args).fetchall():
+    for world, detail in all_rows(db.main.conn.execute(query, args)):
         d = json.loads(detail)
         mine = spans.setdefault(world, {"seqs": [], "clock": []})
         for n, (lo, hi) in d.get("seqs", {}).items():
@@ -151,7 +155,9 @@ def undo_agent(db: Database, agent: str, since_text: str, run: str | None) -> Ag
         elif world_id and mine["clock"]:
             name = _open_world(db, world_id)
             if name is not None:
-                _undo_on(db, name, done, agent, since_text, _world_targets(db, world_id, mine))
+                _undo_on(
+                    db, name, done, agent, since_text, _world_targets(db, name, world_id, mine)
+                )
     return done
 
 
@@ -192,9 +198,10 @@ def _main_targets(db: Database, spans: list[tuple[int, int, int]]) -> dict:
     return out
 
 
-def _world_targets(db: Database, world_id: int, mine: dict) -> dict:
+def _world_targets(db: Database, name: str, world_id: int, mine: dict) -> dict:
+    """``name``: the open world ``world_id``'s."""
     conn = db.main.conn
-    world = db.world(_open_world(db, world_id))
+    world = db.world(name)
     within = " or ".join(f"({SEQ} between {lo} and {hi})" for lo, hi in mine["clock"])
     out: dict = {}
     for _name, (n, t) in db.tables_for(world).items():
@@ -212,12 +219,14 @@ def _world_targets(db: Database, world_id: int, mine: dict) -> dict:
             if key in seen:
                 continue
             seen.add(key)
-            mine_last = conn.execute(
-                f"select max({SEQ}) from {wh} where {WORLD} = ? and "
-                + " and ".join(f"{k} = ?" for k in keys)
-                + f" and ({within})",
-                (world_id, *key),
-            ).fetchone()[0]
+            mine_last = one_row(
+                conn.execute(
+                    f"select max({SEQ}) from {wh} where {WORLD} = ? and "
+                    + " and ".join(f"{k} = ?" for k in keys)
+                    + f" and ({within})",
+                    (world_id, *key),
+                )
+            )[0]
             entry = conn.execute(
                 f"select {SEQ} from main.{overlay_table(n)} where {WORLD} = ? and "
                 + " and ".join(f"{k} = ?" for k in keys),
