@@ -22,6 +22,7 @@ from ..errors import ChronosError
 from ..statements.sqltext import quote_ident
 from ..storage import events, lifecycle, worlds, worldsql
 from ..storage.db import Database, Session
+from ..storage.fetch import one_row
 from ..storage.rows import parse_id, write_row
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
@@ -182,7 +183,7 @@ def position(db: Database, session: Session) -> int:
         return db.world(session.world.name).version
     conn = session.conn
     return sum(
-        conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}").fetchone()[0]
+        one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))[0]
         for n, _t in db.tables().values()
     )
 
@@ -459,13 +460,11 @@ def _remember_merged(db: Database, p: Plan) -> None:
         c = o.change
         if o.outcome == "conflict":
             continue
-        stamp = (
-            conn.execute(
-                f"select coalesce(max({SEQ}), 0) from main.{history_table(c.n)}"
-            ).fetchone()[0]
-            if p.parent.world is None
-            else conn.execute(f"select seq from {CTX}").fetchone()[0]
-        )
+        if p.parent.world is None:
+            last = f"select coalesce(max({SEQ}), 0) from main.{history_table(c.n)}"
+            stamp = one_row(conn.execute(last))[0]
+        else:
+            stamp = one_row(conn.execute(f"select seq from {CTX}"))[0]
         merged = o.result if o.write else c.theirs
         _put_entry(conn, c, -p.world.id, merged, stamp)
         if merged != c.ours:  # the world's row changes: it did write it, for its children
@@ -489,7 +488,7 @@ def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, s
 
 
 def _check_foreign_keys(conn: apsw.Connection, p: Plan) -> None:
-    if not conn.execute("pragma foreign_keys").fetchone()[0]:
+    if not one_row(conn.execute("pragma foreign_keys"))[0]:
         return
     declared = conn.execute(
         "select 1 from sqlite_schema s, pragma_foreign_key_list(s.name) where s.type = 'table' "

@@ -103,6 +103,7 @@ def change_line(c: Change) -> str:
         return f"- DELETE {c.table}/{c.id} {row_text(c.base)}"
     if c.kind == "insert":
         return f"+ {c.table}/{c.id} {row_text(c.ours)}"
+    assert c.base is not None and c.ours is not None  # an update: both rows
     fields = ", ".join(f"{f}: {show(c.base[f])} -> {show(c.ours[f])}" for f in c.fields)
     return f"~ {c.table}/{c.id}  {fields}"
 
@@ -146,6 +147,7 @@ def change_sql(c: Change) -> str:
     table = quote_ident(c.table)
     if c.kind == "delete":
         return f"DELETE FROM {table} WHERE {_where(c.t, c.key)};"
+    assert c.ours is not None  # not a delete
     if c.kind == "update":
         sets = ", ".join(f"{quote_ident(f)} = {literal(c.ours[f])}" for f in c.fields)
         return f"UPDATE {table} SET {sets} WHERE {_where(c.t, c.key)};"

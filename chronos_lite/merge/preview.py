@@ -8,6 +8,7 @@ from .. import render
 from ..errors import CONFLICT, ChronosError
 from ..statements.sqltext import name_tokens
 from ..storage.db import Database
+from ..storage.fetch import all_rows
 from .apply import Options, Plan, plan, position
 from .diff import Diff, page_footer, row_text
 from .schema import Step
@@ -137,11 +138,13 @@ def readers(db: Database, d: Diff) -> tuple[str, list[dict]]:
         cols = c.fields if c.kind == "update" else c.t.column_names
         for col in cols:
             changed[(c.table, col)] = None
-    objects = db.main.conn.execute(
-        "select type, name, tbl_name, sql from main.sqlite_schema where type in "
-        "('view', 'trigger', 'index') and sql is not null and name not like '\\_chronos\\_%' "
-        "escape '\\'"
-    ).fetchall()
+    objects = all_rows(
+        db.main.conn.execute(
+            "select type, name, tbl_name, sql from main.sqlite_schema where type in "
+            "('view', 'trigger', 'index') and sql is not null and name not like '\\_chronos\\_%' "
+            "escape '\\'"
+        )
+    )
     found = []
     for kind, name, tbl, sql in objects:
         words = {w.lower() for w, _, _ in name_tokens(sql)}

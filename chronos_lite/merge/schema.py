@@ -13,6 +13,7 @@ from ..errors import ChronosError
 from ..statements.sqltext import quote_ident
 from ..storage import events
 from ..storage.db import Database, Session
+from ..storage.fetch import one_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
 from ..storage.worldschema import Op, find_table, own_ops, stored_name
@@ -62,7 +63,7 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
         else:
             pname = theirs_by_id[op.table_id][0]
             source = f"main.{quote_ident(pname)}" if parent.world is None else quote_ident(pname)
-            step.rows = conn.execute(f"select count(*) from {source}").fetchone()[0]
+            step.rows = one_row(conn.execute(f"select count(*) from {source}"))[0]
         out.append(step)
     return out
 
@@ -70,7 +71,7 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
 def _parent_wrote(conn: apsw.Connection, world: World, parent: Session, n: int) -> bool:
     if parent.world is None:
         last = conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}")
-        return last.fetchone()[0] > world.base.get(n, 0)
+        return one_row(last)[0] > world.base.get(n, 0)
     return bool(
         conn.execute(
             f"select 1 from main.{overlay_table(n)} where {WORLD} = ? and {SEQ} > ? limit 1",
@@ -125,9 +126,9 @@ def apply_steps(db: Database, world: World, parent: Session, todo: list[Step]) -
 
 
 def _apply_on_main(conn: apsw.Connection, op: Op) -> None:
-    name = conn.execute(
-        "select name from main._chronos_tables where id = ?", (op.table_id,)
-    ).fetchone()[0]
+    name = one_row(
+        conn.execute("select name from main._chronos_tables where id = ?", (op.table_id,))
+    )[0]
     if op.kind == "create":
         conn.execute(f"ALTER TABLE main.{stored_name(op.table_id)} RENAME TO {quote_ident(name)}")
     elif op.kind == "add":
