@@ -20,6 +20,7 @@ from .sqltext import keywords, name_tokens, quote_ident
 
 def run(db: Database, session: Session, stmt: str) -> str:
     """Make a schema change on the session's world (inside the call's transaction); its tag."""
+    assert session.world is not None  # (sqlrun calls this for a world's session only)
     words = keywords(stmt, 8)
     if words[:2] == ["CREATE", "TABLE"]:
         tag = _create(db, session, stmt)
@@ -71,6 +72,7 @@ def _record(
 
 def _create(db: Database, session: Session, stmt: str) -> str:
     conn, world = session.conn, session.world
+    assert world is not None  # (run's session)
     name, end, guarded = _target(stmt, 2)
     rest = stmt[end:]
     if keywords(rest, 1) == ["AS"]:
@@ -107,6 +109,7 @@ def _create(db: Database, session: Session, stmt: str) -> str:
 
 def _add_column(db: Database, session: Session, stmt: str) -> str:
     conn, world = session.conn, session.world
+    assert world is not None  # (run's session)
     name, end, _ = _target(stmt, 2)
     found = find_table(db.tables_for(world, conn), name)
     if found is None:
@@ -150,6 +153,7 @@ def _probe_column(t: TableInfo, column_sql: str) -> Column:
 
 def _drop(db: Database, session: Session, stmt: str) -> str:
     conn, world = session.conn, session.world
+    assert world is not None  # (run's session)
     name, _end, guarded = _target(stmt, 2)
     found = find_table(db.tables_for(world, conn), name)
     if found is None:

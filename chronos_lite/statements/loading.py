@@ -44,6 +44,7 @@ from ..errors import BAD_ARGUMENT, NOT_FOUND, REFUSED, ChronosError
 from ..storage import events, faults, guard, worlds, worldsql
 from ..storage.catalog import PREFIX, TableInfo
 from ..storage.db import Database, Session
+from ..storage.fetch import one_row
 from ..storage.worldsql import Upsert, insert_trigger, trigger_name
 from . import ddl as world_ddl
 from .sqltext import quote_ident
@@ -257,6 +258,7 @@ class Source:
             ) from None
         self.found = NAMES[found]
         if found == Format.JSON:
+            assert isinstance(rows, list)  # (sqlite-utils reads a JSON file whole)
             self._array = rows
         return rows
 
@@ -409,7 +411,9 @@ def _load(
         if create is not None:
             _create(db, session, create)
         tables = db.tables_for(world, conn) if world is not None else db.tables()
-        n, t = _find(tables, table)  # type: ignore[misc] - (there, or just made)
+        found = _find(tables, table)
+        assert found is not None  # (there, or just made)
+        n, t = found
         target = (tuple(_columns(t, keys)) if keys else t.pk) if upsert else None
         if world is not None:
             worldsql.begin_world_write(conn, "abort")
@@ -474,7 +478,7 @@ def _create(db: Database, session: Session, create: str) -> None:
 
 def _count(conn: apsw.Connection, session: Session, t: TableInfo) -> int:
     where = "main" if session.world is None else "temp"
-    return conn.execute(f"select count(*) from {where}.{quote_ident(t.name)}").fetchone()[0]
+    return one_row(conn.execute(f"select count(*) from {where}.{quote_ident(t.name)}"))[0]
 
 
 class _Writer:
@@ -596,6 +600,7 @@ class _Writer:
 
     def _swap_trigger(self, upsert: Upsert | None) -> None:
         conn, world = self.session.conn, self.session.world
+        assert world is not None  # (a world's upsert swaps its INSERT trigger)
         conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(self.n, 'ii')}")
         conn.execute(insert_trigger(self.t, self.n, world.id, upsert=upsert))
         self.swapped = upsert is not None

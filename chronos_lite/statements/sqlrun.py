@@ -20,6 +20,7 @@ from ..history import timetravel
 from ..storage import events, faults, guard, schemasync, worlds, worldschema, worldsql
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
+from ..storage.fetch import one_row
 from ..storage.worlds import World
 from . import budget, sqltext
 from . import ddl as world_ddl
@@ -191,7 +192,7 @@ def _positions(db: Database, conn: apsw.Connection, on_main: bool) -> tuple:
 
 
 def _schema_version(conn: apsw.Connection) -> int:
-    return conn.execute("pragma schema_version").fetchone()[0]
+    return one_row(conn.execute("pragma schema_version"))[0]
 
 
 def _committed(
@@ -339,11 +340,13 @@ def _lead(stmt: str) -> str:
 
 
 def _prefixed_objects(conn: apsw.Connection) -> int:
-    return conn.execute(
-        "select (select count(*) from main.sqlite_schema where name like '\\_chronos\\_%' "
-        "escape '\\') + (select count(*) from temp.sqlite_schema where name like "
-        "'\\_chronos\\_%' escape '\\')"
-    ).fetchone()[0]
+    return one_row(
+        conn.execute(
+            "select (select count(*) from main.sqlite_schema where name like '\\_chronos\\_%' "
+            "escape '\\') + (select count(*) from temp.sqlite_schema where name like "
+            "'\\_chronos\\_%' escape '\\')"
+        )
+    )[0]
 
 
 def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:

@@ -36,6 +36,7 @@ def adapt_insert(
     db: Database, session: Session, stmt: str, binds: dict, execute
 ) -> Inserted | None:
     """Run an INSERT with RETURNING or ON CONFLICT on a world; None if it has neither."""
+    assert session.world is not None  # (sqlrun calls this for a world's session only)
     split = sqltext.split_returning(stmt)
     body, returning = split if split else (stmt, None)
     clause_at = _on_conflict_at(body)
