@@ -20,7 +20,7 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.output import Output
-from pygments.lexers.sql import SqlLexer
+from pygments.lexers.sql import SqlLexer  # type: ignore[import-untyped]  # (no types-Pygments)
 
 import chronos_lite
 
@@ -88,7 +88,9 @@ class ShellCompleter(Completer):
         self, document: Document, complete_event: CompleteEvent
     ) -> Iterable[Completion]:
         before = document.text_before_cursor
-        partial = _PARTIAL.search(before).group(0)
+        m = _PARTIAL.search(before)
+        assert m is not None  # (the pattern matches the empty string at the end)
+        partial = m.group(0)
         words = before[: len(before) - len(partial)].split()
         previous = words[-1].upper() if words else ""
         first = before.lstrip()
