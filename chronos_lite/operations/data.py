@@ -40,6 +40,7 @@ def get_op(db: Database, args: dict, caller: Caller) -> Reply:
     text = f"{t.name}/{args['id']} {render.row_json(row)}"
     data = {"table": t.name, "id": args["id"], "row": render.json_row(row)}
     if cut:  # too long for a reply: each long value's beginning, and how to read the rest
+        assert longest is not None  # (values are cut only to a longest)
         text += (
             f"\n(the values of {', '.join(cut)} are only their first {longest:,} characters "
             f"(bytes of a blob): read them in parts with the sql tool, e.g. select "

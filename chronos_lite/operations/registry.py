@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import apsw
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
 from ..errors import BAD_ARGUMENT, TOO_BIG, ChronosError
 from ..statements import budget
@@ -93,7 +93,7 @@ class Operation:
     destructive: bool = False
     idempotent: bool = False
     mcp: bool = True  # a tool over MCP (settings are the CLI's only)
-    _relaxed: dict = field(default_factory=dict, repr=False, compare=False)
+    _relaxed: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def schema(self) -> dict:
@@ -131,7 +131,7 @@ class Operation:
             "openWorldHint": False,
         }
 
-    def validate(self, args: Any, relaxed: frozenset[str] = frozenset()) -> dict[str, Any]:
+    def validate(self, args: Any, relaxed: frozenset[str] = frozenset()) -> Args:
         """Check arguments against the schema; fill defaults. Errors say how to fix the call.
         ``relaxed``: parameters held to their type only (the Python API's table names and row
         ids, which it takes as SQLite has them: any text)."""
