@@ -12,7 +12,8 @@ connection chronos opens, so they work from any branch and in any ``sql`` call.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import cast
 
 import apsw
 import apsw.ext
@@ -29,6 +30,20 @@ def _json(row: dict | None) -> str | None:
     return None if row is None else row_json(row)
 
 
+def _register(
+    conn: apsw.Connection, fn: Callable[..., Iterator[tuple]], columns: tuple[str, ...]
+) -> None:
+    """``fn`` as an eponymous table-valued function with those columns, read by index.
+
+    apsw.ext reads them as attributes of the function, which mypy can't type (and its protocol
+    says ``columns: tuple[str]``, one name).
+    """
+    fn.columns = columns  # type: ignore[attr-defined]
+    fn.column_access = apsw.ext.VTColumnAccess.By_Index  # type: ignore[attr-defined]
+    module = cast(apsw.ext.VirtualModuleCallable, fn)
+    apsw.ext.make_virtual_module(conn, fn.__name__, module, eponymous_only=True)
+
+
 def register(db: Database, conn: apsw.Connection) -> None:
     def chronos_worlds() -> Iterator[tuple]:
         for w in db.worlds():
@@ -42,16 +57,16 @@ def register(db: Database, conn: apsw.Connection) -> None:
                 w.created,
             )
 
-    chronos_worlds.columns = ("name", "world_id", "parent", "version", "owner", "meta", "created")
-    chronos_worlds.column_access = apsw.ext.VTColumnAccess.By_Index
+    _register(
+        conn, chronos_worlds, ("name", "world_id", "parent", "version", "owner", "meta", "created")
+    )
 
     def chronos_diff(branch: str) -> Iterator[tuple]:
         kinds = {"insert": "added", "update": "modified", "delete": "removed"}
         for c in merge_diff.diff(db, branch).ordered():
             yield (c.table, c.id, kinds[c.kind], _json(c.base), _json(c.ours), json.dumps(c.fields))
 
-    chronos_diff.columns = ("table_name", "id", "diff_type", "from_row", "to_row", "fields")
-    chronos_diff.column_access = apsw.ext.VTColumnAccess.By_Index
+    _register(conn, chronos_diff, ("table_name", "id", "diff_type", "from_row", "to_row", "fields"))
 
     def chronos_conflicts(branch: str) -> Iterator[tuple]:
         p = merge_apply.plan(db, branch, merge_apply.Options())
@@ -59,16 +74,11 @@ def register(db: Database, conn: apsw.Connection) -> None:
             c = o.change
             yield (c.table, c.id, o.detail, _json(c.base), _json(c.ours), _json(c.theirs))
 
-    chronos_conflicts.columns = ("table_name", "id", "detail", "base", "ours", "theirs")
-    chronos_conflicts.column_access = apsw.ext.VTColumnAccess.By_Index
+    _register(conn, chronos_conflicts, ("table_name", "id", "detail", "base", "ours", "theirs"))
 
     def chronos_history(branch: str) -> Iterator[tuple]:
         for e in events.listing(db.main.conn, events.branch_id(db, branch), db.tables(), 1000):
             detail = json.dumps(e["detail"], ensure_ascii=False, default=str)
             yield (e["time"], e["event"], e["by"], e["run"], e["rows"], detail)
 
-    chronos_history.columns = ("time", "event", "actor", "run", "rows", "detail")
-    chronos_history.column_access = apsw.ext.VTColumnAccess.By_Index
-
-    for fn in (chronos_worlds, chronos_diff, chronos_conflicts, chronos_history):
-        apsw.ext.make_virtual_module(conn, fn.__name__, fn, eponymous_only=True)
+    _register(conn, chronos_history, ("time", "event", "actor", "run", "rows", "detail"))
