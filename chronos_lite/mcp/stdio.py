@@ -44,6 +44,7 @@ def serve(server: Server, stdin: BinaryIO, stdout: BinaryIO) -> None:
         line = lines.get()
         if line is None:
             return
+        reply: dict | None
         if line is TOO_LONG:
             reply = rpc_error(
                 None,
