@@ -2,7 +2,8 @@
 """Set up and run chronos_lite on a fresh machine with only Python 3.11+.
 
 python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
-python3 dev.py test    # create .venv with the test tools, run ruff and the whole test suite
+python3 dev.py test    # create .venv with the test tools; ruff (lint, format), mypy, the whole
+                       # test suite (the docs runner included: tests/test_docs.py)
 python3 dev.py fuzz N  # the safe-mode fuzz test with N sequences of hostile calls (CI runs 40)
 python3 dev.py docs    # re-run the docs' examples and write their real output into the pages
                        # (docs/run.py --write; `docs cli`: one page); tests/test_docs.py checks them
@@ -26,19 +27,15 @@ def sh(*cmd: str | os.PathLike, **kw) -> None:
     subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
 
 
-def setup(extras: str = "") -> None:
+def setup(group: str | None = None) -> None:
+    """The venv with chronos installed (editable); ``group``: and that dependency group's tools
+    (pyproject.toml's [dependency-groups]: pip reads them from 25.1 on)."""
     if not (BIN / "python").exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
-    sh(
-        BIN / "python",
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--disable-pip-version-check",
-        "-e",
-        f".{extras}",
-    )
+    pip = [BIN / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if group:
+        sh(*pip, "pip>=25.1")
+    sh(*pip, "-e", ".", *(["--group", group] if group else []))
 
 
 def demo() -> None:
@@ -47,20 +44,22 @@ def demo() -> None:
 
 
 def test() -> None:
-    setup("[test]")
+    setup("test")
     paths = ["chronos_lite", "tests", "benchmarks", "examples", "docs/run.py", "dev.py"]
     sh(BIN / "ruff", "check", *paths)
+    sh(BIN / "ruff", "format", "--check", *paths)
+    sh(BIN / "mypy")  # the package, as pyproject.toml's [tool.mypy] says
     workers = os.environ.get("CHRONOS_TEST_WORKERS", "2")
     sh(BIN / "python", "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", *sys.argv[2:])
 
 
 def docs() -> None:
-    setup("[test]")
+    setup("test")
     sh(BIN / "python", ROOT / "docs" / "run.py", "--write", *sys.argv[2:])
 
 
 def fuzz() -> None:
-    setup("[test]")
+    setup("test")
     examples = sys.argv[2] if len(sys.argv) > 2 else "1000"
     env = {**os.environ, "CHRONOS_FUZZ_EXAMPLES": examples}
     sh(BIN / "python", "-m", "pytest", "-p", "no:cacheprovider", "tests/test_safe_fuzz.py", env=env)
