@@ -59,3 +59,20 @@ def test_returning_and_top_level_parts():
 def test_quoting_takes_any_name_literally():
     assert sqltext.quote_ident('we"ird') == '"we""ird"'
     assert sqltext.quote_literal("it's") == "'it''s'"
+
+
+def test_words_of_any_script():
+    from chronos_lite.statements.sqltext import top_level_words
+
+    words = [w for w, _s, _e in top_level_words("insert into café(nom) values (1) returning id")]
+    assert words == ["INSERT", "INTO", "CAFÉ", "VALUES", "RETURNING", "ID"]
+
+
+def test_returning_on_a_world_into_a_table_named_in_another_script(tmp_path):
+    import chronos_lite
+
+    with chronos_lite.init(tmp_path / "p") as db:
+        db.sql("create table café(id integer primary key, nom text)")
+        db.fork("w")
+        out = db.sql("insert into café(nom) values ('x') returning id", branch="w")
+        assert out.results[0].rows == [(1,)]

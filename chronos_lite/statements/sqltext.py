@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import apsw
 
-_WORD = re.compile(r"[A-Za-z_]+")
+_WORD = re.compile(r"[^\W\d]+")  # letters (of any script) and _: a word of SQL text
 
 
 def quote_ident(name: str) -> str:
@@ -247,6 +247,7 @@ def top_level_words(sql: str) -> list[tuple[str, int, int]]:
     for i, ch, depth in _unquoted(sql):
         if depth == 0 and i >= end and (ch.isalpha() or ch == "_"):
             m = _WORD.match(sql, i)
+            assert m is not None  # (it starts at a letter or _, which _WORD matches)
             out.append((m.group(0).upper(), i, m.end()))
             end = m.end()
     return out
