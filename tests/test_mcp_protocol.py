@@ -19,7 +19,7 @@ from conftest import CHRONOS
 from mcp_lines import WAIT, Server, strict_json, tool_error
 
 import chronos_lite
-from chronos_lite.statements.sqltext import quote_ident
+from chronos_lite.sqltext import quote_ident
 
 MODERN = "2026-07-28"
 SUPPORTED = ["2026-07-28", "2025-11-25", "2025-06-18"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chronos_lite.statements import sqltext
+from chronos_lite import sqltext
 
 
 def test_split_respects_strings_comments_and_trigger_bodies():
@@ -62,7 +62,7 @@ def test_quoting_takes_any_name_literally():
 
 
 def test_words_of_any_script():
-    from chronos_lite.statements.sqltext import top_level_words
+    from chronos_lite.sqltext import top_level_words
 
     words = [w for w, _s, _e in top_level_words("insert into café(nom) values (1) returning id")]
     assert words == ["INSERT", "INTO", "CAFÉ", "VALUES", "RETURNING", "ID"]

@@ -18,7 +18,7 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from ..storage import events, moments, worlds, worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session

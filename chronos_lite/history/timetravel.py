@@ -1,5 +1,6 @@
-"""Reading the past: moments (``'-15 minutes'``, ``'2026-11-30 10:00'``), ``AS OF`` and
-``name@when``.
+"""Reading the past: ``<table> AS OF '<moment>'`` in a statement, rewritten to read a TEMP view
+of the table as it was (moments themselves are ``storage.moments``; ``name@when`` sessions are
+``storage.db``'s).
 
 Main's history keeps each row's image before every change, numbered per table (its seq) and
 stamped with the time of the change. The table as it was at a moment is the table as of the last
@@ -15,7 +16,7 @@ import re
 import time
 from typing import Any
 
-from ..statements.sqltext import keywords, quote_ident, tokens
+from ..sqltext import keywords, quote_ident, tokens
 from ..storage import moments, worldviews
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from ..storage import events, moments, worlds
 from ..storage.db import Database
 from ..storage.fetch import all_rows, one_row

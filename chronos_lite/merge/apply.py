@@ -19,7 +19,7 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from ..storage import events, lifecycle, worlds, worldsql
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row

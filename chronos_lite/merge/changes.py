@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.rows import (

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_row, json_value, row_json
-from ..statements.sqltext import literal, quote_ident
+from ..sqltext import literal, quote_ident
 from ..storage.branchref import BranchRef
 from ..storage.catalog import TableInfo
 from ..storage.db import Database

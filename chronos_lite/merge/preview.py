@@ -6,7 +6,7 @@ from collections import Counter
 
 from .. import render
 from ..errors import CONFLICT, ChronosError
-from ..statements.sqltext import name_tokens
+from ..sqltext import name_tokens
 from ..storage.db import Database
 from ..storage.fetch import all_rows
 from .apply import Options, Plan, plan, position

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from ..storage import events, lifecycle, worlds
 from ..storage.db import Database
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table

@@ -10,7 +10,7 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from ..storage import events
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row

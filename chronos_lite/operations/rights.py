@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .. import sqltext
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
-from ..statements import sqltext
 from ..storage import guard, worlds
 from ..storage.branchref import BranchRef
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import render
+from .. import render, sqltext
 from ..errors import BAD_ARGUMENT, ChronosError
-from ..statements import budget, sqlrun, sqltext
+from ..statements import budget, sqlrun
 from ..statements import chronos as chronos_sql
 from ..storage import guard
 from ..storage.db import Database

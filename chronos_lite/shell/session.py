@@ -20,11 +20,11 @@ from typing import Any, TextIO
 
 import apsw
 
+from .. import sqltext
 from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
 from ..statements import chronos as chronos_sql
-from ..statements import sqltext
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from . import output

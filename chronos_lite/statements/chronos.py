@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from .. import sqltext
 from ..errors import BAD_ARGUMENT, ChronosError
-from . import sqltext
 
 GRAMMAR: tuple[tuple[str, str], ...] = (
     ("fork", "FORK WORLD <name> [FROM <branch:from>] [WITH (<meta>)]"),

@@ -10,12 +10,12 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
+from ..sqltext import keywords, name_tokens, quote_ident
 from ..storage import events, schemasync, shadow, worlds
 from ..storage.catalog import PREFIX, Column, TableInfo, table_info
 from ..storage.db import Database, Session
 from ..storage.shadow import WORLD, overlay_table
 from ..storage.worldschema import WORKS, find_table, own_ops, remove_table, stored_name
-from .sqltext import keywords, name_tokens, quote_ident
 
 
 def run(db: Database, session: Session, stmt: str) -> str:

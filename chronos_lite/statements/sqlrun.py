@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from .. import errors
+from .. import errors, sqltext
 from ..errors import ChronosError
 from ..history import timetravel
 from ..storage import events, faults, guard, schemasync, worlds, worldschema, worldsql
@@ -22,7 +22,7 @@ from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.worlds import World
-from . import budget, sqltext
+from . import budget
 from . import ddl as world_ddl
 from .worldstmt import adapt_insert
 

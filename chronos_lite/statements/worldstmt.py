@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import apsw
 
+from .. import sqltext
 from ..errors import ChronosError
+from ..sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
 from ..storage import worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.worldsql import CTX, MODES, Upsert, insert_trigger, trigger_name
 from ..storage.worldviews import key_view
-from . import sqltext
-from .sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
 
 
 @dataclass

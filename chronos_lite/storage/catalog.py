@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from ..statements.sqltext import comma_parts, matching_paren, name_tokens, quote_ident
+from ..sqltext import comma_parts, matching_paren, name_tokens, quote_ident
 from .fetch import all_rows, one_row
 
 PREFIX = "_chronos_"

@@ -16,7 +16,7 @@ from pathlib import Path
 import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from . import events, faults, guard, limits, moments, schemasync, shadow, worlds, worldschema
 from .branchref import BranchRef
 from .catalog import TableInfo, table_info, user_tables

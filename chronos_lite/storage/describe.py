@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from .. import render
-from ..statements.sqltext import at_most, quote_ident
+from ..sqltext import at_most, quote_ident
 from .catalog import TableInfo
 from .db import Database, Session
 from .fetch import one_row

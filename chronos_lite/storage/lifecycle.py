@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from ..errors import IN_USE, ChronosError
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from . import catalog, events, moments, worlds, worldschema
 from .branchref import BranchRef
 from .fetch import all_rows

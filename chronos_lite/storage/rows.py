@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
-from ..statements.sqltext import at_most, quote_ident
+from ..sqltext import at_most, quote_ident
 from . import events, faults, worlds, worldsql
 from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo

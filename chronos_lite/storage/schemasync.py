@@ -9,7 +9,7 @@ import json
 
 import apsw
 
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from .catalog import PREFIX, Column, TableInfo, table_info, user_tables
 from .fetch import all_rows
 from .shadow import (

@@ -19,7 +19,7 @@ from typing import Any
 
 import apsw
 
-from ..statements.sqltext import comma_parts, name_tokens, quote_ident, quote_literal
+from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
 

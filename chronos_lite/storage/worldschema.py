@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import apsw
 
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from . import shadow, worlds
 from .catalog import PREFIX, Column, TableInfo, table_info
 from .fetch import all_rows, one_row

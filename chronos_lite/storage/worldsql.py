@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from ..statements.sqltext import quote_ident, quote_literal
+from ..sqltext import quote_ident, quote_literal
 from . import events
 from .catalog import ROWID_COL, TableInfo
 from .shadow import (

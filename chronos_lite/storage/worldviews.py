@@ -13,7 +13,7 @@ was at a moment reads its history the same way. Writes are ``worldsql``'s trigge
 
 from __future__ import annotations
 
-from ..statements.sqltext import quote_ident
+from ..sqltext import quote_ident
 from .catalog import ROWID_COL, TableInfo
 from .shadow import (
     DEAD,
