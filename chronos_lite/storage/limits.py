@@ -113,4 +113,6 @@ class Bounds:
         conn.set_busy_handler(self.busy)
 
     def waited_ms(self) -> int:
-        return int((time.monotonic() - self._busy_since) * 1000)
+        """How long the last wait for the lock took, in whole ms; at most the longest wait
+        (the handler's last poll may end a moment past it: it gave up at that limit)."""
+        return min(int((time.monotonic() - self._busy_since) * 1000), BUSY_MS)
