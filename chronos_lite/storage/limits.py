@@ -115,4 +115,4 @@ class Bounds:
     def waited_ms(self) -> int:
         """How long the last wait for the lock took, in whole ms; at most the longest wait
         (the handler's last poll may end a moment past it: it gave up at that limit)."""
-        return min(int((time.monotonic() - self._busy_since) * 1000), BUSY_MS)
+        return min(int((time.monotonic() - self._busy_since) * 1000), self.busy_ms)
