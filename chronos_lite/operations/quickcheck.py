@@ -86,4 +86,11 @@ def _value_check(spec: dict) -> Check | None:
         parts.append(lambda v: all(item(x) for x in v))
     if len(parts) == 1:
         return parts[0]
-    return lambda v: all(part(v) for part in parts)
+
+    def check(value: Any) -> bool:
+        for part in parts:  # (in order: the type first, then what needs it)
+            if not part(value):
+                return False
+        return True
+
+    return check

@@ -141,20 +141,30 @@ class Operation:
         errors = [] if quick is not None and quick(args) else list(validator.iter_errors(args))
         if errors:
             raise ChronosError(self._explain(min(errors, key=_error_order)), BAD_ARGUMENT)
-        for key, value in args.items():  # Python's $ matches before a final newline: check here
-            if key in relaxed:
-                continue
-            spec = self.properties.get(key, {})
+        for key in self._unspaced.intersection(args).difference(relaxed):
+            # (Python's $ matches before a final newline: a name's spaces are checked here)
+            value = args[key]
             name = BranchRef.parse(value).name if isinstance(value, str) else ""  # (@when: a time)
-            if _no_spaces(spec) and any(c.isspace() for c in name):
+            if any(c.isspace() for c in name):
+                spec = self.properties[key]
                 raise ChronosError(f"'{key}' must be {describe(spec)}, not {_show(value)}")
         check_characters(args)
         out = Args(args)
-        for key, spec in self.properties.items():
-            if key not in out and "default" in spec:
-                out[key] = spec["default"]
+        for key, default in self._defaults:
+            if key not in out:
+                out[key] = default
                 out.defaulted.add(key)
         return out
+
+    @cached_property
+    def _unspaced(self) -> frozenset[str]:
+        """The parameters whose values hold no spaces (names)."""
+        return frozenset(key for key, spec in self.properties.items() if _no_spaces(spec))
+
+    @cached_property
+    def _defaults(self) -> tuple[tuple[str, Any], ...]:
+        specs = self.properties.items()
+        return tuple((key, spec["default"]) for key, spec in specs if "default" in spec)
 
     def _checkers(self, relaxed: frozenset[str]) -> tuple[Any, Callable[[Any], bool] | None]:
         relaxed = frozenset(relaxed & self.properties.keys())
