@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
@@ -22,11 +22,14 @@ from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
 from .operations.registry import REGISTRY, Args, Caller, Reply
 from .operations.sql import run_sql
-from .statements import loading, sqlrun
+from .statements import sqlrun
 from .storage import lifecycle, rows
 from .storage.db import Database
 from .storage.folder import create
 from .storage.worlds import World
+
+if TYPE_CHECKING:
+    from .statements import loading
 
 T = TypeVar("T")
 _SQLITE_NAMES = frozenset({"table", "id"})
@@ -87,6 +90,8 @@ class Chronos(Database):
     ) -> loading.Loaded:
         """Load a CSV, TSV, JSON or NDJSON file's rows into a table (created if missing, ``pk``
         its primary key); ``upsert``: insert or update by primary key. One transaction."""
+        from .statements import loading  # (sqlite-utils, ~0.1 s to import: only to load a file)
+
         args = {
             "table": table,
             "file": str(file),

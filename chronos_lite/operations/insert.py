@@ -4,7 +4,6 @@ since it reads the local disk."""
 
 from __future__ import annotations
 
-from ..statements import loading
 from ..storage.db import Database
 from .registry import Caller, Reply, operation
 
@@ -20,6 +19,8 @@ from .registry import Caller, Reply, operation
     mcp=False,
 )
 def insert_op(db: Database, args: dict, caller: Caller) -> Reply:
+    from ..statements import loading  # (sqlite-utils, ~0.1 s to import: only to load a file)
+
     done = loading.insert(
         db,
         args.get("branch") or "main",
