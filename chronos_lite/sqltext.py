@@ -37,16 +37,28 @@ def at_most(column: str, longest: int) -> str:
 
 
 def literal(value: object) -> str:
-    """Any SQLite value as an SQL literal (NULL, numbers, X'..' blobs, quoted text)."""
+    """Any SQLite value as an SQL literal that reads back as the same value, of the same type:
+    NULL, integers, reals (±9e999 for the infinities; NaN is NULL, as SQLite stores it), X'..'
+    blobs, and text quoted, or, holding a NUL (which a statement's text can't), its UTF-8 bytes
+    cast to text."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return str(int(value))
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NULL"
+        if value in (float("inf"), float("-inf")):
+            return "9e999" if value > 0 else "-9e999"
         return repr(value)
     if isinstance(value, bytes):
         return f"X'{value.hex()}'"
-    return quote_literal(str(value))
+    text = str(value)
+    if "\x00" in text:
+        return f"CAST(X'{text.encode('utf-8', 'surrogatepass').hex()}' AS TEXT)"
+    return quote_literal(text)
 
 
 def _skip_quoted(sql: str, i: int) -> int:

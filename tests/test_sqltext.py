@@ -76,3 +76,32 @@ def test_returning_on_a_world_into_a_table_named_in_another_script(tmp_path):
         db.fork("w")
         out = db.sql("insert into café(nom) values ('x') returning id", branch="w")
         assert out.results[0].rows == [(1,)]
+
+
+def test_a_literal_reads_back_as_the_same_value_and_type():
+    import apsw
+
+    from chronos_lite.sqltext import literal
+
+    conn = apsw.Connection(":memory:")
+    values = [None, 0, -(2**63), 2**63 - 1, 0.1, 1e300, -0.0, 1e-320, b"\x00\xff", "", "it's",
+              "a\x00b", "é\x00", float("inf"), float("-inf")]  # fmt: skip
+    for value in values:
+        got, kind = conn.execute(f"select {literal(value)}, typeof({literal(value)})").fetchall()[0]
+        want, want_kind = conn.execute("select ?, typeof(?)", (value, value)).fetchall()[0]
+        assert (got, kind) == (want, want_kind), value
+    assert literal(float("nan")) == "NULL"  # (SQLite stores NaN as NULL)
+
+
+def test_diff_as_sql_replays_a_nul_in_text(tmp_path):
+    import chronos_lite
+
+    with chronos_lite.init(tmp_path / "p") as db:
+        db.sql("create table t(id integer primary key, v)")
+        db.fork("w")
+        db.sql("insert into t values (1, $1), (2, $2)", "a\x00b", float("inf"), branch="w")
+        script = db.call("diff", branch="w", as_sql=True).text
+        db.sql(script)
+        assert db.query("select v, typeof(v) from t order by id") == db.query(
+            "select v, typeof(v) from t order by id", branch="w"
+        )
