@@ -175,3 +175,16 @@ def test_cli_builds_arguments_from_the_schema():
     assert args == {"branch": "x", "cascade": False}
     with pytest.raises(ChronosError, match="written as JSON"):
         parse_operation_args(REGISTRY.get("fork"), ["x", "--meta", "{oops"])
+
+
+def test_an_array_parameter_is_described_in_plain_words():
+    with pytest.raises(ChronosError) as info:
+        REGISTRY.get("merge").validate({"branch": "w", "only_tables": ["a b"]})
+    assert info.value.message == (
+        "'only_tables'[0] must be a non-empty string without spaces, not \"a b\""
+    )
+    with pytest.raises(ChronosError) as info:
+        REGISTRY.get("merge").validate({"branch": "w", "only_tables": "users"})
+    assert info.value.message.startswith(
+        "'only_tables' must be an array of non-empty strings without spaces, not"
+    )

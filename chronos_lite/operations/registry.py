@@ -201,6 +201,8 @@ class Operation:
                     return ref.read_only().message
             if spec.get("type") == "string" and isinstance(error.instance, int | float):
                 hint = f' (write it as a string: "{error.instance}")'
+            if where and spec.get("type") == "array":  # (an item is wrong: say what an item is)
+                spec = spec.get("items", {})
             return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}{hint}"
         return error.message
 
@@ -245,7 +247,10 @@ def describe(spec: dict) -> str:
         return "a JSON object"
     if kind == "array":
         items = spec.get("items", {})
-        return "an array" + (f" of {describe(items)}s" if items.get("type") == "string" else "")
+        if items.get("type") != "string":
+            return "an array"
+        one = describe(items).removeprefix("an ").removeprefix("a ")  # (one item's rule)
+        return "an array of " + one.replace("string", "strings", 1)
     return "a valid value"
 
 
