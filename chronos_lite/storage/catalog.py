@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from ..sqltext import comma_parts, matching_paren, name_tokens, quote_ident
+from ..sqltext import comma_parts, matching_paren, name_tokens, quote_ident, tokens
 from .fetch import all_rows, one_row
 
 PREFIX = "_chronos_"
@@ -187,3 +187,22 @@ def generated_expressions(create_sql: str) -> dict[str, str]:
 def has_table(conn: apsw.Connection, name: str) -> bool:
     """Whether main's schema holds a table (or any object) of that exact name."""
     return bool(conn.execute("select 1 from main.sqlite_schema where name = ?", (name,)).fetchall())
+
+
+def check_constraints(create_sql: str) -> list[tuple[str | None, str]]:
+    """A table's CHECK constraints from its CREATE TABLE text: (its name, or None; the
+    expression as written), column and table constraints alike."""
+    found = tokens(create_sql)
+    out = []
+    for i, (text, kind, _start, _end) in enumerate(found):
+        if kind != "word" or text.upper() != "CHECK" or i + 1 >= len(found):
+            continue
+        if found[i + 1][0] != "(":
+            continue
+        opened = found[i + 1][2]
+        close = matching_paren(create_sql[opened:], 0)  # (depth counts from where it opens)
+        if close is None:
+            continue
+        named = i >= 2 and found[i - 2][0].upper() == "CONSTRAINT"
+        out.append((found[i - 1][0] if named else None, create_sql[opened + 1 : opened + close]))
+    return out

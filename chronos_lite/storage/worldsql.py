@@ -14,9 +14,9 @@ from typing import Any
 
 import apsw
 
-from ..sqltext import quote_ident, quote_literal
+from ..sqltext import quote_ident, quote_literal, tokens
 from . import events
-from .catalog import ROWID_COL, TableInfo
+from .catalog import ROWID_COL, TableInfo, check_constraints
 from .shadow import (
     DEAD,
     NOW,
@@ -239,6 +239,52 @@ def _not_null(t: TableInfo, values: dict[str, str], skip: set[str]) -> list[str]
     return out
 
 
+def _checks(t: TableInfo, values: dict[str, str]) -> list[str]:
+    """The table's CHECK constraints on the row a trigger writes, with SQLite's own message: a
+    check fails when its expression is false (NULL passes)."""
+    out = []
+    for name, expr in check_constraints(t.sql):
+        test = _on_row(expr, values)
+        msg = f"CHECK constraint failed: {name or _dequoted(expr.strip())}"
+        out.append(  # (OR IGNORE skips the row; OR REPLACE can't mend a check: it fails)
+            f"SELECT CASE {MODE} WHEN 1 THEN RAISE(IGNORE) ELSE RAISE(ABORT, "
+            f"{quote_literal(msg)}) END WHERE NOT coalesce(({test}), 1)"
+        )
+    return out
+
+
+def _dequoted(text: str) -> str:
+    """A check's name as SQLite makes it from its text: dequoted as a name would be (text
+    starting with a quote ends at its closing quote: ``"a b" <> 7`` is named ``a b``)."""
+    if not text or text[0] not in "'\"`[":
+        return text
+    close, out, i = ("]" if text[0] == "[" else text[0]), [], 1
+    while i < len(text):
+        if text[i] == close:
+            if close == "]" or text[i + 1 : i + 2] != close:
+                break
+            i += 1  # (a doubled quote is one)
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def _on_row(expr: str, values: dict[str, str]) -> str:
+    """A CHECK expression with its column names read from the written row (``values``)."""
+    by_name = {name.lower(): value for name, value in values.items()}
+    found = tokens(expr)
+    for i in range(len(found) - 1, -1, -1):
+        text, kind, start, end = found[i]
+        if kind not in ("word", "name") or text.lower() not in by_name:
+            continue
+        after = found[i + 1][0] if i + 1 < len(found) else ""
+        before = found[i - 1][0] if i else ""
+        if after in ("(", ".") or before == ".":  # a function of that name, a qualified name
+            continue
+        expr = expr[:start] + f"({by_name[text.lower()]})" + expr[end:]
+    return expr
+
+
 def _unique_msg(t: TableInfo, cols: tuple[str, ...]) -> str:
     return "UNIQUE constraint failed: " + ", ".join(f"{t.name}.{c}" for c in cols)
 
@@ -307,6 +353,7 @@ def insert_trigger(
         steps.append(step)
     keys = _Keys(t, kv, new_key)
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
+    steps += _checks(t, values)
     if upsert is not None:
         steps += _upsert_steps(t, upsert, values, log)
     view = _lookup_view(t, n)
@@ -355,6 +402,7 @@ def update_trigger(t: TableInfo, n: int, world: int, kv: bool = False) -> str:
         )
     keys = _Keys(t, kv, new_key)
     steps += _not_null(t, values, set(t.pk) if t.key_kind == "int" else set())
+    steps += _checks(t, values)
     view = _lookup_view(t, n)
     old, new = keys.old(), keys.new()
     moved = f"{keys.row(old)} IS NOT {keys.row(new)}"
