@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,9 +60,13 @@ def _join(parts: list[str], more: list[bool] | None = None) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """A database value as JSON: blobs become hex strings ("\\x..."), everything else as is."""
+    """A database value as JSON: blobs become hex strings ("\\x..."), the infinities the
+    strings "Infinity" and "-Infinity" (JSON has no such numbers: one spelling, as MCP sends
+    them, that a strict parser reads), everything else as is."""
     if isinstance(value, bytes):
         return "\\x" + value.hex()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 

@@ -180,3 +180,25 @@ def test_worlds_counters_and_schema_through_the_cli(tmp_path):
     assert proc.returncode == 1 and "(a1)" in proc.stderr
     out = run_cli(db, "discard", "a", "--cascade").stdout
     assert out.startswith("discarded branches a1 (world id w") and ", a (world id w" in out
+
+
+def test_json_output_is_strict_json_for_the_infinities(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    chronos = Path(sys.executable).with_name("chronos")
+    subprocess.run([chronos, "init", tmp_path / "p"], check=True, capture_output=True)
+    out = subprocess.run(
+        [chronos, tmp_path / "p", "sql", "select 1e999 as big, -1e999 as small", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} isn't JSON")
+
+    data = json.loads(out, parse_constant=refuse)
+    assert data["results"][0]["rows"] == [["Infinity", "-Infinity"]]
