@@ -40,17 +40,28 @@ def test_the_api_refuses_what_the_tools_refuse_with_the_same_words(db):
     assert not db.worlds()  # nothing was forked by the refused calls
 
 
-def test_a_branch_as_it_was_is_refused_in_one_spelling_everywhere(db):
-    then = "main@-1 second"
-    words = {
-        refusal(lambda: db.put("users", 1, {"name": "x"}, branch=then)),
-        refusal(lambda: db.sql("update users set name = 'x'", branch=then)),
-        refusal(lambda: db.call("sql", sql="delete from users", branch=then)),
-    }
-    assert words == {
-        f"{then} is a branch as it was at a moment: it can only be read (SELECT); write on "
-        f"the branch itself (main)"
-    }
+WRITES_ON = {
+    "api put": lambda db, b: db.put("users", 1, {"name": "x"}, branch=b),
+    "api sql": lambda db, b: db.sql("update users set name = 'x'", branch=b),
+    "api discard": lambda db, b: db.discard(b),
+    "sql": lambda db, b: db.call("sql", sql="delete from users", branch=b),
+    "put": lambda db, b: db.call("put", table="users", id="1", record={}, branch=b),
+    "delete": lambda db, b: db.call("delete", table="users", id="1", branch=b),
+    "discard": lambda db, b: db.call("discard", branch=b),
+    "set_meta": lambda db, b: db.call("set_meta", branch=b, meta={}),
+}
+
+
+@pytest.mark.parametrize("then", ["main@-1 second", "main@-1second"])  # (a space: the schema's)
+@pytest.mark.parametrize("write", WRITES_ON, ids=list(WRITES_ON))
+def test_a_branch_as_it_was_is_refused_in_one_spelling_everywhere(db, write, then):
+    with pytest.raises(ChronosError) as info:
+        WRITES_ON[write](db, then)
+    assert (info.value.code, info.value.message) == (
+        "42501",
+        f"{then} is a branch as it was at a moment: it can only be read (SELECT); write on the "
+        f"branch itself (main)",
+    )
 
 
 def test_the_api_checks_the_file_like_every_front_end(db, tmp_path):

@@ -198,7 +198,7 @@ class Operation:
             if top == "branch" and isinstance(error.instance, str) and "@" not in pattern:
                 ref = BranchRef.parse(error.instance)
                 if ref.past:
-                    return ref.read_only().message
+                    raise ref.read_only()  # (a refusal, as everywhere: not a malformed value)
             if spec.get("type") == "string" and isinstance(error.instance, int | float):
                 hint = f' (write it as a string: "{error.instance}")'
             if where and spec.get("type") == "array":  # (an item is wrong: say what an item is)

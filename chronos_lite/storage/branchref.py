@@ -36,17 +36,17 @@ class BranchRef:
     def __str__(self) -> str:
         return self.name if self.when is None else f"{self.name}@{self.when}"
 
-    def writable(self, code: str = REFUSED) -> str:
+    def writable(self) -> str:
         """The branch's name, to change it; for a branch as it was, the refusal."""
         if self.past:
-            raise self.read_only(code)
+            raise self.read_only()
         return self.name
 
-    def read_only(self, code: str = REFUSED) -> ChronosError:
+    def read_only(self) -> ChronosError:
         return ChronosError(
             f"{self} is a branch as it was at a moment: it can only be read (SELECT); write on "
             f"the branch itself ({self.name})",
-            code,
+            REFUSED,
         )
 
 

@@ -298,7 +298,7 @@ class Database:
         """None for main, else the open world named ``branch`` (as it is now: name@when is
         read through session())."""
         ref = BranchRef.parse(branch)
-        name = ref.writable(BAD_ARGUMENT)
+        name = ref.writable()
         return None if ref.is_main else self.world(name)
 
     def worlds(self) -> list[World]:

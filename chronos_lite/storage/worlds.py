@@ -17,6 +17,7 @@ from typing import Any
 import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
+from .branchref import BranchRef
 from .fetch import all_rows
 
 MAX_META_BYTES = 64 * 1024
@@ -67,7 +68,9 @@ def _world(row: tuple) -> World:
 
 
 def find(conn: apsw.Connection, name: str) -> World:
-    """The open world of that name (a clear error, naming the branches, if there is none)."""
+    """The open world of that name (a clear error, naming the branches, if there is none; a
+    branch as it was, ``name@when``, is refused: it can only be read)."""
+    name = BranchRef.parse(name).writable()
     if name == "main":
         raise ChronosError(
             "main is the database itself, not a world: give the name of a branch you forked"
