@@ -51,15 +51,19 @@ class Chronos(Database):
         objects the methods return (the registry's text and data: ``call``). Table names and
         row ids are taken as SQLite has them (any text; the tools' schemas ask for no spaces)."""
         given = {key: value for key, value in args.items() if value is not None}
-        caller = Caller(name=self.caller_name, run=self.caller_run)
-        return REGISTRY.run(self, REGISTRY.get(operation), given, caller, body, _SQLITE_NAMES)
+        op = REGISTRY.get(operation)
+        return REGISTRY.run(self, op, given, self._caller(), body, _SQLITE_NAMES)
+
+    def _caller(self) -> Caller:
+        """Who acts in a method's call: ``caller_name`` and ``caller_run`` (the owner unless
+        set), whom history names."""
+        return Caller(name=self.caller_name, run=self.caller_run)
 
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
         """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
-        caller = Caller(name=self.caller_name, run=self.caller_run)
         args = {"sql": sql, "params": list(params) or None, "branch": branch}
         return self._run(
-            "sql", args, lambda a: run_sql(self, a["branch"], a["sql"], list(params), caller)
+            "sql", args, lambda a: run_sql(self, branch, sql, list(params), self._caller())
         )
 
     def query(self, sql: str, *params: Any, branch: str = "main") -> list[dict[str, Any]]:

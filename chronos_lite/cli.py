@@ -13,6 +13,7 @@ from pathlib import Path
 
 import chronos_lite
 
+from . import render
 from .cliargs import (
     MCP_HELP,
     Parser,
@@ -73,7 +74,7 @@ def run(argv: Sequence[str]) -> int:
         print(f"chronos: {exc.message}", file=sys.stderr)
         return 1
     if as_json:
-        print(json.dumps(reply.data, ensure_ascii=False, indent=2, default=str))
+        print(json.dumps(render.finite(reply.data), ensure_ascii=False, indent=2, default=str))
     else:
         print(reply.text)
     return 0

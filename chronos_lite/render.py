@@ -70,6 +70,18 @@ def json_value(value: Any) -> Any:
     return value
 
 
+def finite(value: Any) -> Any:
+    """Data as strict JSON can hold it: the infinities (and NaN) in any reply, however deep,
+    spelled as ``json_value`` spells them."""
+    if isinstance(value, float):
+        return json_value(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
 def json_row(row: dict[str, Any] | None) -> dict[str, Any] | None:
     """A row as JSON data (blobs as hex strings); None stays None (no row)."""
     return None if row is None else {k: json_value(v) for k, v in row.items()}

@@ -15,7 +15,6 @@ line that isn't JSON, a batch, an 8 MB line read past without holding it) and th
 from __future__ import annotations
 
 import json
-import math
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 import chronos_lite
 
+from .. import render
 from ..errors import ChronosError
 from ..history import prune
 from ..operations.registry import REGISTRY, Caller, time_limit
@@ -331,22 +331,12 @@ def encode(reply: dict) -> bytes:
             reply, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str
         )
     except ValueError:  # inf or nan from SQL (select 1e999): JSON has no such numbers
-        text = json.dumps(_finite(reply), ensure_ascii=False, separators=(",", ":"), default=str)
+        finite = render.finite(reply)
+        text = json.dumps(finite, ensure_ascii=False, separators=(",", ":"), default=str)
     try:
         return text.encode() + b"\n"
     except UnicodeEncodeError:  # a lone surrogate (from a "\ud800" escape): keep it escaped
-        return json.dumps(_finite(reply), separators=(",", ":"), default=str).encode() + b"\n"
-
-
-def _finite(value: Any) -> Any:
-    """inf, -inf and nan as the strings "Infinity", "-Infinity" and "NaN"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+        return json.dumps(render.finite(reply), separators=(",", ":"), default=str).encode() + b"\n"
 
 
 def _not_json(name: str) -> Any:

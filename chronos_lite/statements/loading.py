@@ -33,6 +33,7 @@ from ..storage import events, faults, guard, worlds, worldsql
 from ..storage.catalog import PREFIX, TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
+from ..storage.worldschema import find_table
 from ..storage.worldsql import Upsert, insert_trigger, trigger_name
 from . import ddl as world_ddl
 from .sources import Source, detect_types
@@ -82,7 +83,7 @@ def insert(
     world = db.resolve(branch)  # (a clear error for name@when: it can only be read)
     keys = _key_list(pk)
     source = Source(path, fmt, encoding, db.bounds)
-    found = _find(db.tables_for(world), table)
+    found = find_table(db.tables_for(world), table)
     create = None
     if found is None:
         if upsert and not keys:
@@ -93,7 +94,7 @@ def insert(
             )
         create = _create_statement(table, keys, source)
     else:
-        _check_key(found[1], keys, upsert)
+        _check_key(found[2], keys, upsert)
     session = db.session(branch)
     try:
         return _load(db, session, table, keys, source, create, upsert)
@@ -112,12 +113,6 @@ def _key_list(pk: list[str] | str | None) -> list[str]:
     if isinstance(pk, str):
         return [p.strip() for p in pk.split(",") if p.strip()]
     return list(pk)
-
-
-def _find(tables: dict[str, tuple[int, TableInfo]], name: str) -> tuple[int, TableInfo] | None:
-    if name in tables:
-        return tables[name]
-    return next((entry for t, entry in tables.items() if t.lower() == name.lower()), None)
 
 
 def _check_key(t: TableInfo, keys: list[str], upsert: bool) -> None:
@@ -217,9 +212,9 @@ def _load(
         if create is not None:
             _create(db, session, create)
         tables = db.tables_for(world, conn) if world is not None else db.tables()
-        found = _find(tables, table)
+        found = find_table(tables, table)
         assert found is not None  # (there, or just made)
-        n, t = found
+        _name, n, t = found
         target = (tuple(_columns(t, keys)) if keys else t.pk) if upsert else None
         if world is not None:
             worldsql.begin_world_write(conn, "abort")
