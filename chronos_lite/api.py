@@ -40,6 +40,7 @@ class Chronos(Database):
 
     def __init__(self, folder: str | os.PathLike) -> None:
         super().__init__(folder)
+        self.keep_temp = True  # a program's connection: its TEMP objects last, as in sqlite3
         prune.prune_if_due(self)  # expired history goes, at most once an hour
 
     def connection_ready(self, conn: apsw.Connection) -> None:

@@ -314,19 +314,84 @@ def may_write(sql: str) -> bool:
     return True
 
 
-_CONFLICT = re.compile(r"\b(?:INSERT|UPDATE)\s+OR\s+(REPLACE|IGNORE|ABORT|FAIL|ROLLBACK)\b", re.I)
+_VERBS = {"INSERT", "UPDATE", "REPLACE", "DELETE", "SELECT", "VALUES"}
+_MODES = {"ROLLBACK", "ABORT", "FAIL", "IGNORE", "REPLACE"}
 
 
-def conflict_mode(sql: str) -> str:
-    """The statement's conflict clause: 'replace', 'ignore' or 'abort' (the default)."""
-    words = keywords(sql, 1)
-    if words and words[0] == "REPLACE":
+def conflict_mode(sql: str) -> str | None:
+    """The statement's own conflict clause ('rollback', 'abort', 'fail', 'ignore' or
+    'replace': ``INSERT OR ...``, ``UPDATE OR ...``, ``REPLACE``), None if it has none."""
+    words = [w for w, _s, _e in top_level_words(sql)]
+    verb = next((i for i, w in enumerate(words) if w in _VERBS), None)
+    if verb is None:
+        return None
+    if words[verb] == "REPLACE":
         return "replace"
-    m = _CONFLICT.search(strip_comments(sql))
-    if not m:
-        return "abort"
-    mode = m.group(1).lower()
-    return mode if mode in ("replace", "ignore") else "abort"
+    if words[verb] in ("INSERT", "UPDATE") and words[verb + 1 : verb + 2] == ["OR"]:
+        mode = words[verb + 2] if verb + 2 < len(words) else ""
+        return mode.lower() if mode in _MODES else None
+    return None
+
+
+def write_target(sql: str) -> str | None:
+    """The table (or view) an INSERT, UPDATE or DELETE writes, by name; None for others."""
+    found = tokens(sql)
+    depth = 0
+    for j, (text, kind, _s, _e) in enumerate(found):
+        if kind == "punct":
+            depth += (text == "(") - (text == ")")
+            continue
+        if depth or kind != "word" or text.upper() not in _VERBS:
+            continue
+        verb = text.upper()
+        if verb in ("SELECT", "VALUES"):
+            return None
+        skip = {"OR", "ROLLBACK", "ABORT", "FAIL", "IGNORE", "REPLACE", "INTO", "FROM"}
+        k = j + 1
+        while k < len(found) and found[k][1] == "word" and found[k][0].upper() in skip:
+            k += 1
+        if k >= len(found):
+            return None
+        if k + 2 < len(found) and found[k + 1][0] == ".":
+            return found[k + 2][0]
+        return found[k][0]
+    return None
+
+
+def insert_columns(sql: str) -> tuple[str, list[str] | None] | None:
+    """An INSERT's table and the columns it names: None for all of them (its values by
+    position), [] for DEFAULT VALUES. None if the statement is no INSERT."""
+    found = tokens(sql)
+    depth, verb = 0, None
+    for j, (text, kind, _s, _e) in enumerate(found):
+        if kind == "punct":
+            depth += (text == "(") - (text == ")")
+        elif depth == 0 and kind == "word" and text.upper() in _VERBS:
+            verb = j if text.upper() in ("INSERT", "REPLACE") else None
+            break
+    if verb is None:
+        return None
+    j = next((k for k in range(verb, len(found)) if found[k][0].upper() == "INTO"), len(found))
+    j += 1
+    if j >= len(found):
+        return None
+    name = found[j][0]
+    if j + 2 < len(found) and found[j + 1][0] == ".":
+        name, j = found[j + 2][0], j + 2
+    j += 1
+    if j < len(found) and found[j][1] == "word" and found[j][0].upper() == "AS":
+        j += 2
+    if j < len(found) and found[j][:2] == ("(", "punct"):
+        columns = []
+        for text, kind, _s, _e in found[j + 1 :]:
+            if (text, kind) == (")", "punct"):
+                break
+            if kind in ("word", "name"):
+                columns.append(text)
+        return name, columns
+    if j < len(found) and found[j][0].upper() == "DEFAULT":
+        return name, []
+    return name, None
 
 
 def statement_tag(sql: str) -> str:

@@ -138,7 +138,8 @@ def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, sh
         # a trigger on chronos' own tables, which chronos itself writes unchecked
         "create temp trigger x after insert on main._chronos_events begin select 1; end",
         # chronos' own objects on the connection: its views and triggers, its context
-        "drop view users",
+        "drop view temp.users",
+        "drop trigger temp._chronos_w_iu_1",
         "drop trigger _chronos_w_iu_1",
         "update temp._chronos_ctx set seq = 0",
         "delete from main._chronos_events",

@@ -4,9 +4,8 @@ and the overlay (schema on main, rows and queries on a world).
 
 CI runs the ``evidence/`` slice (the language features, a few seconds); ``python
 tests/sqllogictest.py`` runs the whole corpus and prints the counts per mode. Every record that
-passes in plain SQLite must pass in every mode; until issue 13 is done, the records that don't
-are listed below with why, and the test fails both on a new failure and on a listed one that
-now passes (so the list only shrinks)."""
+passes in plain SQLite must pass in every mode: the test fails both on a new failure and on a
+listed one that now passes."""
 
 from __future__ import annotations
 
@@ -15,17 +14,9 @@ from sqllogictest import MODES, SLT, compare
 
 SLICE = sorted((SLT / "evidence").glob("*.test")) if SLT.is_dir() else []
 
-# (file, mode) -> the lines of the records that don't pass yet, and why
-NOT_YET = {
-    # a world refuses DROP INDEX and DROP VIEW (issue 13: every schema statement in a world)
-    ("slt_lang_aggfunc.test", "world"): {476},
-    ("slt_lang_aggfunc.test", "overlay"): {476},
-    ("slt_lang_createview.test", "world"): {111, 115, 119},
-    ("slt_lang_dropview.test", "world"): {53},
-    # a TEMP view doesn't outlive its sql call (each call is its own session)
-    ("slt_lang_createview.test", "main"): {115, 119},
-    ("slt_lang_createview.test", "overlay"): {115, 119},
-}
+# (file, mode) -> the lines of the records that don't pass yet, and why: none. (The list stays,
+# so that a record that stops passing must be named here, with why.)
+NOT_YET: dict[tuple[str, str], set[int]] = {}
 
 
 @pytest.mark.skipif(not SLT.is_dir(), reason=f"the sqllogictest slice isn't here ({SLT})")

@@ -35,7 +35,12 @@ def test_keywords_and_classification():
     assert sqltext.conflict_mode("insert or ignore into t values (1)") == "ignore"
     assert sqltext.conflict_mode("REPLACE into t values (1)") == "replace"
     assert sqltext.conflict_mode("update or replace t set a = 1") == "replace"
-    assert sqltext.conflict_mode("insert into t values ('or replace')") == "abort"
+    assert sqltext.conflict_mode("insert into t values ('or replace')") is None
+    assert sqltext.conflict_mode("insert or fail into t values (1)") == "fail"
+    assert sqltext.conflict_mode("with x as (select 1) insert or rollback into t select 1") == (
+        "rollback"
+    )
+    assert sqltext.conflict_mode("insert into t select replace(a, 'x', 'y') from s") is None
     assert sqltext.statement_tag("create unique index i on t(a)") == "CREATE INDEX"
     assert sqltext.statement_tag("end") == "COMMIT"
 

@@ -285,3 +285,107 @@ def test_diff_to_names_tables_whose_columns_differ(shop):
     )
     text = shop.call("diff", branch="w", to="main").text
     assert "(one side lacks it, or its columns differ): users" in text
+
+
+def test_indexes_views_and_triggers_made_on_a_world_act_there_and_merge(shop):
+    shop.sql("insert into users(name, email) values ('Bo', 'bo@x.org')")
+    shop.fork("w")
+    with pytest.raises(ChronosError, match=r"UNIQUE constraint failed: users\.name") as exc:
+        shop.sql(
+            "insert into users(name) values ('Ada'); create unique index un on users(name)",
+            branch="w",
+        )  # the world's rows break it already: nothing is made
+    assert exc.value.code == "23505"
+    shop.sql(
+        "create unique index un on users(name) where name <> 'x'; "
+        "create view names as select upper(name) as n from users; "
+        "create table log(what text); "
+        "create trigger users_ai after insert on users begin "
+        "insert into log values (new.name); end",
+        branch="w",
+    )
+    with pytest.raises(ChronosError, match=r"UNIQUE constraint failed: users\.name"):
+        shop.sql("insert into users(name) values ('Bo')", branch="w")
+    shop.sql("insert into users(name) values ('x'), ('x'), ('Cy')", branch="w")  # (partial)
+    assert shop.query("select n from names order by n", branch="w")[-1] == {"n": "X"}
+    assert shop.query("select what from log", branch="w") == [
+        {"what": "x"},
+        {"what": "x"},
+        {"what": "Cy"},
+    ]
+    lines = shop.call("diff", branch="w").text.splitlines()
+    assert lines[1:5] == [
+        "+ CREATE UNIQUE INDEX un on users(name) where name <> 'x'",
+        "+ CREATE VIEW names as select upper(name) as n from users",
+        '+ CREATE TABLE "log"(what text)',
+        "+ CREATE TRIGGER users_ai after insert on users begin "
+        "insert into log values (new.name); end",
+    ]
+    with pytest.raises(ChronosError, match="no such table: names"):
+        shop.sql("select * from names")  # main doesn't have them yet
+    shop.call("merge", branch="w")
+    assert shop.query("select count(*) as c from log") == [{"c": 3}]  # (not fired again)
+    shop.sql("insert into users(name) values ('Di')")  # the trigger is main's now
+    assert shop.query("select what from log order by rowid desc limit 1") == [{"what": "Di"}]
+    with pytest.raises(ChronosError, match=r"UNIQUE constraint failed: users\.name"):
+        shop.sql("insert into users(name) values ('Di')")
+    assert shop.query("select n from names where n = 'DI'") == [{"n": "DI"}]
+
+
+def test_a_unique_index_main_s_rows_break_refuses_the_merge(shop):
+    shop.fork("w")
+    shop.sql("create unique index un on users(name)", branch="w")
+    shop.sql("insert into users(name) values ('Ada')")  # main: a second Ada since the fork
+    with pytest.raises(ChronosError, match=r"UNIQUE constraint failed: users\.name") as exc:
+        shop.merge("w")
+    assert exc.value.code == "23505"
+    assert shop.query("select name from sqlite_schema where name = 'un'") == []
+
+
+def test_drops_and_renames_on_a_world(shop):
+    shop.sql("create index users_name on users(name); create view v as select name from users")
+    shop.fork("w")
+    for stmt, message in (
+        ("alter table users drop column name", "error in index users_name after drop column"),
+        ("alter table users drop column email", 'cannot drop UNIQUE column: "email"'),
+        ("alter table users drop column id", "cannot drop PRIMARY KEY column"),
+        ("drop index nope", "no such index: nope"),
+    ):
+        with pytest.raises(ChronosError, match=message):
+            shop.sql(stmt, branch="w")
+    shop.sql("drop index users_name", branch="w")
+    with pytest.raises(ChronosError, match="error in view v after drop column"):
+        shop.sql("alter table users drop column name", branch="w")
+    shop.sql(
+        "drop view v; alter table users drop column name; alter table users rename to people",
+        branch="w",
+    )
+    assert shop.query("select * from people", branch="w") == [{"id": 1, "email": "ada@x.org"}]
+    with pytest.raises(ChronosError, match="no such table: users"):
+        shop.sql("select * from users", branch="w")
+    with pytest.raises(ChronosError, match="no such table: v"):
+        shop.sql("select * from v", branch="w")
+    assert shop.query("select * from users") == [{"id": 1, "name": "Ada", "email": "ada@x.org"}]
+    shop.merge("w")
+    assert shop.query("select * from people") == [{"id": 1, "email": "ada@x.org"}]
+    assert shop.query("select name from sqlite_schema where name in ('v', 'users_name')") == []
+    shop.sql("insert into people(email) values ('bo@x.org')")  # versioned under its new name
+    n = shop.query("select id from _chronos_tables where name = 'people' and dropped = 0")
+    assert shop.query(f"select count(*) as c from _chronos_h_{n[0]['id']}")[0]["c"] > 0
+
+
+def test_dropping_what_a_world_made_itself_leaves_no_change(shop):
+    shop.fork("w")
+    shop.sql("create index i on users(name); create view v as select 1 as one", branch="w")
+    shop.sql("drop index i; drop view v", branch="w")
+    assert shop.call("diff", branch="w").text == "0 changes on w"
+    assert shop.query("select count(*) as c from _chronos_schema") == [{"c": 0}]
+
+
+def test_a_name_main_took_since_the_fork_conflicts(shop):
+    shop.fork("w")
+    shop.sql("create index i on users(name)", branch="w")
+    shop.sql("create view i as select 1")
+    with pytest.raises(ChronosError, match="main has a view named i too") as exc:
+        shop.merge("w")
+    assert exc.value.code == "40001"

@@ -96,7 +96,7 @@ def rewriting(db: Database, session: Session, kind: str, detail: dict) -> Iterat
             conn.execute("pragma defer_foreign_keys = on")
             before = events.positions(conn, db.tables())
         else:
-            worldsql.begin_world_write(conn, "abort")
+            worldsql.begin_world_write(conn, None)
         done = Rewrite(conn)
         yield done
         if session.world is None:

@@ -119,6 +119,7 @@ def run(
         )
     apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
     db = chronos_lite.open(folder)
+    db.keep_temp = False  # each call is its own session (the spec): nothing carries over
     try:
         if branch not in (None, "main"):
             db.world(branch)  # the branch must exist

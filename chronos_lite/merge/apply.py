@@ -27,6 +27,7 @@ from ..storage.rows import parse_id, write_row
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
 from ..storage.worldsql import CTX, remember_entry
+from . import replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 from .schema import Step, apply_steps, steps
@@ -333,7 +334,7 @@ def merge(
     _flag_interrupted(db, world, confirm or settled)
     p = None
     try:
-        with db.write(conn):
+        with replica.keys_off(session), db.write(conn):
             if target is not None and position(db, session) != target:
                 raise ChronosError(
                     f"{session.branch} changed since the preview (it stood at {target}, now "
@@ -356,6 +357,7 @@ def merge(
             before = events.positions(conn, db.tables()) if session.world is None else None
             apply_steps(db, world, session, p.schema)
             undo = _apply(db, p)
+            apply_steps(db, world, session, p.schema, rows_done=True)
             _record_merge(db, p, conn, before, undo)
             if not p.partial:
                 lifecycle.finish(conn, world.id, state="merged")
@@ -383,31 +385,34 @@ def _apply(db: Database, p: Plan) -> list[tuple]:
     row before, row after)."""
     undo = []
     conn = p.parent.conn
-    if p.parent.world is None:
-        conn.execute("pragma defer_foreign_keys = on")  # checked once, on the merged result
-    else:
+    if p.parent.world is not None:
         worldsql.begin_world_write(conn, "abort")
-    for o in p.writes:
-        try:
-            c = o.change
-            # a row new to a table without a primary key takes a rowid of its own
-            key = write_row(
-                p.parent, c.n, c.t, c.key, o.result, c.t.key_kind == "rowid" and c.base is None
-            )
-            before = c.theirs if c.t.key_kind != "rowid" or key == c.key else None
-            undo.append((c.n, key, before, o.result))
-        except apsw.ConstraintError as exc:
-            described = errors.from_sqlite(exc)
-            raise ChronosError(
-                f"merging {p.world.name} into {p.parent_name} would break a rule: "
-                f"{described.message} at {c.table}/{c.id} {row_text(o.result)}; both sides "
-                f"were valid alone, not together; nothing was merged",
-                described.code,
-                {"table": c.table, "id": c.id, "row": o.result},
-            ) from None
-    if p.parent.world is None:
-        _check_foreign_keys(conn, p)
+    with replica.quiet(p.parent):
+        for o in p.writes:
+            undo.append(_write(p, o))
+    replica.check_keys(db, p.parent, p.writes, p.world.name, p.parent_name)  # merged result
     return undo
+
+
+def _write(p: Plan, o: Outcome) -> tuple:
+    """One row of the merge on the parent: (table id, key there, row before, row after)."""
+    c = o.change
+    try:
+        # a row new to a table without a primary key takes a rowid of its own
+        key = write_row(
+            p.parent, c.n, c.t, c.key, o.result, c.t.key_kind == "rowid" and c.base is None
+        )
+    except apsw.ConstraintError as exc:
+        described = errors.from_sqlite(exc)
+        raise ChronosError(
+            f"merging {p.world.name} into {p.parent_name} would break a rule: "
+            f"{described.message} at {c.table}/{c.id} {row_text(o.result)}; both sides "
+            f"were valid alone, not together; nothing was merged",
+            described.code,
+            {"table": c.table, "id": c.id, "row": o.result},
+        ) from None
+    before = c.theirs if c.t.key_kind != "rowid" or key == c.key else None
+    return (c.n, key, before, o.result)
 
 
 def _record_merge(
@@ -485,29 +490,6 @@ def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, s
         f"values (?, ?, ?, {', '.join('?' for _ in keys + cols)})",
         [world, seq, int(row is None), *c.key, *values],
     )
-
-
-def _check_foreign_keys(conn: apsw.Connection, p: Plan) -> None:
-    if not one_row(conn.execute("pragma foreign_keys"))[0]:
-        return
-    declared = conn.execute(
-        "select 1 from sqlite_schema s, pragma_foreign_key_list(s.name) where s.type = 'table' "
-        "limit 1"
-    ).fetchone()
-    if not declared:
-        return
-    problems = conn.execute("pragma foreign_key_check").fetchall()
-    if problems:
-        shown = "; ".join(
-            f"{table} rowid {rowid} references {parent}"
-            for table, rowid, parent, _fk in problems[:10]
-        )
-        raise ChronosError(
-            f"merging {p.world.name} into {p.parent_name} would break a foreign key "
-            f"({shown}): both sides were valid alone, not together; nothing was merged",
-            errors.FOREIGN_KEY_VIOLATION,
-            [{"table": t, "rowid": r, "references": par} for t, r, par, _ in problems],
-        )
 
 
 def _combination_error(name: str, p: Plan | None, exc: apsw.ConstraintError) -> ChronosError:

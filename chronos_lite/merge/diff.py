@@ -41,10 +41,9 @@ class Diff:
             for table, k in sorted(counts.items())
         ]
         if self.schema:
-            done = Counter((s.op.kind, s.table) for s in self.schema)
-            parts.insert(
-                0, "schema: " + ", ".join(_schema_words(k, t, n) for (k, t), n in done.items())
-            )
+            done = Counter((s.op.kind, s.table, _named(s)) for s in self.schema)
+            words = [_schema_words(k, t, name, n) for (k, t, name), n in done.items()]
+            parts.insert(0, "schema: " + ", ".join(words))
         if self.unlike:
             parts.append(
                 f"not compared, as they aren't the same table on both sides (one side lacks "
@@ -59,13 +58,44 @@ class Diff:
         return len(self.changes) + len(self.schema)
 
     def schema_lines(self) -> list[str]:
-        signs = {"create": "+", "add": "~", "drop": "-"}
-        return [f"{signs[s.op.kind]} {s.op.sql(s.table)}" for s in self.schema]
+        return [f"{SIGNS[s.op.kind]} {s.op.sql(s.table)}" for s in self.schema]
 
 
-def _schema_words(kind: str, table: str, n: int) -> str:
+SIGNS = {
+    "create": "+",
+    "index": "+",
+    "view": "+",
+    "trigger": "+",
+    "add": "~",
+    "rename": "~",
+    "drop_column": "~",
+    "drop": "-",
+    "drop_index": "-",
+    "drop_view": "-",
+    "drop_trigger": "-",
+}
+
+
+def _named(s: Step) -> str:
+    """What a step names besides its table: an index's, a view's or a trigger's name, a
+    rename's new name ('' for a table's own steps: those count per table)."""
+    if s.op.kind == "rename":
+        return s.op.detail["to"]
+    return s.op.name if s.op.kind not in ("create", "add", "drop", "drop_column") else ""
+
+
+def _schema_words(kind: str, table: str, name: str, n: int) -> str:
     if kind == "add":
         return f"added {n} column{'s' if n != 1 else ''} to {table}"
+    if kind == "drop_column":
+        return f"dropped {n} column{'s' if n != 1 else ''} of {table}"
+    if kind == "rename":
+        return f"renamed a table to {name}"
+    if kind in ("index", "trigger", "drop_index", "drop_trigger"):
+        made = "dropped" if kind.startswith("drop_") else "created"
+        return f"{made} {kind.removeprefix('drop_')} {name} on {table}"
+    if kind in ("view", "drop_view"):
+        return f"{'dropped' if kind == 'drop_view' else 'created'} view {name}"
     return f"{'created' if kind == 'create' else 'dropped'} {table}"
 
 

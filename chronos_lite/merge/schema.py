@@ -1,6 +1,8 @@
 """A merge's schema steps: the world's own schema changes, each checked against the parent as
 it is now (a table the parent wrote since can't be dropped, a name taken is a conflict), then
-applied inside the merge's transaction."""
+applied inside the merge's transaction: what drops or makes tables before the rows, and the
+indexes, views and triggers the world made after them (a UNIQUE index is then checked on the
+merged rows, and a trigger made by the merge never fires on them)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..sqltext import quote_ident
-from ..storage import events
+from ..storage import events, schemasync
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
-from ..storage.worldschema import Op, find_table, own_ops, stored_name
+from ..storage.worldschema import STATEMENT_OPS, Op, find_table, own_ops, stored_name
 
 
 @dataclass
@@ -37,22 +39,29 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
     mine = db.tables_for(world)
     theirs = db.tables_for(parent.world) if parent.world is not None else db.tables()
     theirs_by_id = {n: (name, t) for name, (n, t) in theirs.items()}
-    created = set()
+    created: set[int] = set()
     out = []
     for op in own_ops(conn, world.id):
         current = next((k for k, (n, _t) in mine.items() if n == op.table_id), op.name)
         if only is not None and current not in only and op.name not in only:
             continue
         step = Step(op, current)
-        if op.kind == "create":
+        if op.kind in STATEMENT_OPS:
+            step.conflict = _object_conflict(conn, parent, op, theirs_by_id, created)
+        elif op.kind == "create":
             created.add(op.table_id)
             if find_table(theirs, op.name):
                 step.conflict = f"{parent.branch} has a table named {op.name} too"
         elif op.table_id in created:
             pass
         elif op.table_id not in theirs_by_id:
-            if op.kind == "add":
+            if op.kind in ("add", "rename", "drop_column"):
                 step.conflict = f"{parent.branch} dropped {op.name} since the fork"
+        elif op.kind == "rename":
+            if find_table(theirs, op.detail["to"]):
+                step.conflict = f"{parent.branch} has a table named {op.detail['to']} too"
+        elif op.kind == "drop_column":
+            pass  # (a column the parent dropped too goes as nothing)
         elif op.kind == "add":
             col = op.detail["column"]["name"]
             pname, t = theirs_by_id[op.table_id]
@@ -66,6 +75,25 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
             step.rows = one_row(conn.execute(f"select count(*) from {source}"))[0]
         out.append(step)
     return out
+
+
+def _object_conflict(
+    conn: apsw.Connection, parent: Session, op: Op, theirs: dict, created: set[int]
+) -> str:
+    """Why an index, view or trigger the world made can't be made on the parent ('' if it
+    can): its name is taken there, or its table is gone. (A drop of what the parent no
+    longer has merges as nothing.)"""
+    if op.kind.startswith("drop_"):
+        return ""
+    if op.table_id and op.table_id not in theirs and op.table_id not in created:
+        return f"{parent.branch} dropped {op.detail.get('table', op.name)} since the fork"
+    if parent.world is None:
+        taken = conn.execute(
+            "select type from main.sqlite_schema where name = ? collate nocase", (op.name,)
+        ).fetchone()
+    else:
+        taken = None  # (a world parent takes the op over, name checked when it merges on)
+    return f"{parent.branch} has a {taken[0]} named {op.name} too" if taken else ""
 
 
 def _parent_wrote(conn: apsw.Connection, world: World, parent: Session, n: int) -> bool:
@@ -96,8 +124,17 @@ def conflict_error(
     return ChronosError("\n".join(lines), errors.CONFLICT, data)
 
 
-def apply_steps(db: Database, world: World, parent: Session, todo: list[Step]) -> None:
-    """Make the changes on the parent (in the merge's transaction)."""
+def after_rows(step: Step) -> bool:
+    """Whether a step is made after the merge's rows: an index, a view, a trigger."""
+    return step.op.kind in ("index", "view", "trigger")
+
+
+def apply_steps(
+    db: Database, world: World, parent: Session, todo: list[Step], rows_done: bool = False
+) -> None:
+    """Make the changes on the parent (in the merge's transaction): those that go before the
+    rows, or (``rows_done``) those that go after them."""
+    todo = [s for s in todo if after_rows(s) == rows_done]
     if not todo:
         return
     conn = parent.conn
@@ -126,11 +163,31 @@ def apply_steps(db: Database, world: World, parent: Session, todo: list[Step]) -
 
 
 def _apply_on_main(conn: apsw.Connection, op: Op) -> None:
+    if op.kind in STATEMENT_OPS:
+        kind = STATEMENT_OPS[op.kind]
+        if op.kind.startswith("drop_"):
+            conn.execute(f"DROP {kind.upper()} IF EXISTS main.{quote_ident(op.name)}")
+        else:
+            conn.execute(op.sql())
+        return
     name = one_row(
         conn.execute("select name from main._chronos_tables where id = ?", (op.table_id,))
     )[0]
     if op.kind == "create":
         conn.execute(f"ALTER TABLE main.{stored_name(op.table_id)} RENAME TO {quote_ident(name)}")
+    elif op.kind == "rename":
+        conn.execute(
+            f"ALTER TABLE main.{quote_ident(name)} RENAME TO {quote_ident(op.detail['to'])}"
+        )
+        conn.execute(
+            "update main._chronos_tables set name = ? where id = ?", (op.detail["to"], op.table_id)
+        )
+    elif op.kind == "drop_column":
+        column = op.detail["column"]
+        have = [r[1].lower() for r in conn.execute(f"pragma main.table_info({quote_ident(name)})")]
+        if column.lower() in have:
+            schemasync.drop_triggers(conn, name)  # (SQLite refuses while a trigger names it)
+            conn.execute(f"ALTER TABLE main.{quote_ident(name)} DROP COLUMN {quote_ident(column)}")
     elif op.kind == "add":
         conn.execute(f"ALTER TABLE main.{quote_ident(name)} ADD COLUMN {op.detail['column_sql']}")
     else:

@@ -34,7 +34,7 @@ from ..storage.catalog import PREFIX, TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.worldschema import find_table
-from ..storage.worldsql import Upsert, insert_trigger, trigger_name
+from ..storage.worldsql import Upsert, insert_trigger, trigger_name, world_table
 from . import ddl as world_ddl
 from .sources import Source, detect_types
 
@@ -217,7 +217,7 @@ def _load(
         _name, n, t = found
         target = (tuple(_columns(t, keys)) if keys else t.pk) if upsert else None
         if world is not None:
-            worldsql.begin_world_write(conn, "abort")
+            worldsql.begin_world_write(conn, None)
         counted = _count(conn, session, t) if upsert else 0
         writer = _Writer(session, n, t, source, target, create is not None)
         try:
@@ -402,8 +402,11 @@ class _Writer:
     def _swap_trigger(self, upsert: Upsert | None) -> None:
         conn, world = self.session.conn, self.session.world
         assert world is not None  # (a world's upsert swaps its INSERT trigger)
-        conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(self.n, 'ii')}")
-        conn.execute(insert_trigger(self.t, self.n, world.id, upsert=upsert))
+        assert self.session.schema is not None  # (a world's session is placed on its schema)
+        wt = world_table(self.session.schema, world.id, self.n)
+        kv = self.t.key_kind == "rowid"
+        conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(self.n, 'ii', kv)}")
+        conn.execute(insert_trigger(wt, upsert=upsert))
         self.swapped = upsert is not None
 
     def close(self) -> None:

@@ -128,6 +128,8 @@ def _run(
     if not explicit and (writes or len(statements) > 1):
         conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
         began = True
+        if not on_main:
+            worldsql.new_transaction(conn)
     # main's history seqs before the call: the write's own are those after (inside its
     # transaction, no other writer can add any between)
     before = events.positions(conn, db.tables()) if writes and on_main else None
@@ -138,6 +140,8 @@ def _run(
     for index, stmt in enumerate(statements, start=1):
         try:
             commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
+            if commits and not on_main:
+                _deferred_keys_kept(conn)
             if commits:  # the call's own COMMIT: its event goes in the transaction it commits
                 _record(db, session, conn, outcome.results[recorded:], before, clock)
             result = _statement(call, stmt)
@@ -154,10 +158,12 @@ def _run(
         outcome.results.append(result)
         if explicit and conn.get_autocommit() and (commits or result.changed or result.ddl):
             committed = True  # (a COMMIT, or a write outside the call's own transaction)
+    if began and not on_main and writes:
+        _ended(conn, _deferred_keys_kept)
     if writes and began:
         _record(db, session, conn, outcome.results, before, clock)
     if began:
-        conn.execute("COMMIT")
+        _ended(conn, lambda c: c.execute("COMMIT"))
         if writes:
             db.bounds.committed(conn)
     elif not conn.get_autocommit():
@@ -169,6 +175,27 @@ def _run(
         with db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
+
+
+def _ended(conn: apsw.Connection, commit: Callable[[apsw.Connection], Any]) -> None:
+    """The call's own transaction committed; a deferred foreign key it broke (SQLite checks
+    them at COMMIT) rolls it all back, with the reason."""
+    try:
+        commit(conn)
+    except (apsw.ConstraintError, ChronosError) as exc:
+        conn.execute("ROLLBACK")
+        failed = exc if isinstance(exc, ChronosError) else errors.from_sqlite(exc)
+        raise ChronosError(
+            f"{failed.message} (a deferred foreign key, checked as the call's transaction "
+            "ended): nothing was changed",
+            failed.code,
+        ) from None
+
+
+def _deferred_keys_kept(conn: apsw.Connection) -> None:
+    """A world's transaction commits only with every deferred foreign key kept."""
+    if worldsql.broken_keys(conn, transaction=True):
+        raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
 
 
 def _undone(began: bool, was_open: bool, committed: bool) -> str:
@@ -247,7 +274,8 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
         and "TEMP" not in words[1:2]
         and "TEMPORARY" not in words[1:2]
     )
-    if ddl and session.world is not None:  # a world's schema change: a write, by chronos
+    if ddl and session.world is not None and world_ddl.is_world_change(session, stmt):
+        # a world's schema change: a write, by chronos
         if not call.access.write:
             raise _refused(call.access, guard.Denial("write", words[0]))
         return StatementResult(stmt, tag=world_ddl.run(db, session, stmt), ddl=True)
@@ -259,7 +287,21 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
     # the last statement's count, and a world's clock must not tick outside the transaction)
     if session.world is not None and not control:
         tick = call.writes and sqltext.may_write(stmt)
-        worldsql.begin_world_write(conn, sqltext.conflict_mode(stmt), tick)
+        mode = sqltext.conflict_mode(stmt)
+        worldsql.begin_world_write(conn, mode, tick, _deferring(session), _on_view(session, stmt))
+        if tick:
+            _name_columns(session, stmt)
+            return _keys_kept(conn, lambda: _written(call, stmt, words, bool(ddl), control))
+    result = _written(call, stmt, words, bool(ddl), control)
+    if session.world is not None and words[:1] == ["BEGIN"]:
+        worldsql.new_transaction(conn)  # (its deferred foreign keys count from zero)
+    return result
+
+
+def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool) -> StatementResult:
+    """Run a statement (its schema and transaction sides done) and tell what it did."""
+    db, session = call.db, call.session
+    conn = session.conn
     if session.world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"]):
         adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
         if adapted is not None:
@@ -278,9 +320,56 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
         db.follow_schema(conn)
     if columns is not None:
         return StatementResult(
-            stmt, columns, got.rows, more=got.more, changed=changed, ddl=bool(ddl), read=got
+            stmt, columns, got.rows, more=got.more, changed=changed, ddl=ddl, read=got
         )
-    return StatementResult(stmt, tag=_tag(stmt, changed), changed=changed, ddl=bool(ddl))
+    return StatementResult(stmt, tag=_tag(stmt, changed), changed=changed, ddl=ddl)
+
+
+def _on_view(session: Session, stmt: str) -> bool:
+    """Whether a statement writes one of the app's views (through its INSTEAD OF triggers)."""
+    target = sqltext.write_target(stmt)
+    views = session.schema.views if session.schema is not None else ()
+    return target is not None and any(name.lower() == target.lower() for name, _sql in views)
+
+
+def _deferring(session: Session) -> bool:
+    """PRAGMA defer_foreign_keys, where the branch has foreign keys to defer."""
+    schema = session.schema
+    if schema is None or not any(t.rules.foreign_keys for _n, t in schema.tables.values()):
+        return False
+    return bool(one_row(session.conn.execute("pragma defer_foreign_keys"))[0])
+
+
+def _name_columns(session: Session, stmt: str) -> None:
+    """The columns an INSERT names (the others take their defaults; a NULL given stays)."""
+    target = sqltext.insert_columns(stmt)
+    if target is None or session.schema is None:
+        return
+    found = worldschema.find_table(session.schema.tables, target[0])
+    if found is None:
+        return
+    _name, n, t = found
+    names = [c.lower() for c in t.column_names]
+    named = names if target[1] is None else [c.lower() for c in target[1]]
+    mask = sum(1 << names.index(c) for c in named if c in names and names.index(c) < 62)
+    worldsql.given_columns(session.conn, n, mask)
+
+
+def _keys_kept(conn: apsw.Connection, run: Callable[[], StatementResult]) -> StatementResult:
+    """A world's write statement, then its foreign keys checked (SQLite checks a statement's
+    immediate keys when it ends, and, for a statement that is its own transaction, the
+    deferred ones too): broken, the statement is undone and fails as on main."""
+    outermost = conn.get_autocommit()
+    conn.execute("SAVEPOINT _chronos_statement")
+    try:
+        result = run()
+        if worldsql.broken_keys(conn) or (outermost and worldsql.broken_keys(conn, True)):
+            conn.execute("ROLLBACK TO _chronos_statement")
+            raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
+    finally:
+        if not conn.get_autocommit():  # (SQLite undid what it undoes; a RAISE(ROLLBACK) all)
+            conn.execute("RELEASE _chronos_statement")
+    return result
 
 
 def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
@@ -420,7 +509,7 @@ def _explain(
         message, code = described.message, described.code
         if worldschema.DROPPED in message:
             name = message.split(worldschema.DROPPED, 1)[1]
-            message = f"no such table: {name} ({session.branch} dropped it)"
+            message = f"no such table: {name} ({session.branch} dropped or renamed it)"
         elif message.startswith("cannot VACUUM from within a transaction"):
             message = (
                 "VACUUM runs outside any transaction: send it alone, in a call of its own "

@@ -21,7 +21,15 @@ from ..sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_t
 from ..storage import worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.worldsql import CTX, MODES, Upsert, insert_trigger, trigger_name
+from ..storage.worldsql import (
+    CTX,
+    MODES,
+    Upsert,
+    WorldTable,
+    insert_trigger,
+    trigger_name,
+    world_table,
+)
 from ..storage.worldviews import key_view
 
 
@@ -50,13 +58,14 @@ def adapt_insert(
     if upsert is not None and not upsert.target and upsert.assignments is None:
         conn.execute(f"UPDATE {CTX} SET mode = ?", (MODES["ignore"],))  # plain DO NOTHING
         upsert = None
-    world = session.world.id
+    assert session.schema is not None  # (a world's session is placed on its schema)
+    wt = world_table(session.schema, session.world.id, n)
     conn.execute("DELETE FROM temp._chronos_inserted")
-    _set_insert_trigger(conn, t, n, world, upsert, returning is not None)
+    _set_insert_trigger(conn, wt, upsert, returning is not None)
     try:
         execute(conn, head, binds)
     finally:
-        _set_insert_trigger(conn, t, n, world, None, False)
+        _set_insert_trigger(conn, wt, None, False)
     changed = worldsql.rows_written(session)
     if returning is None:
         return Inserted([], [], changed)
@@ -76,11 +85,13 @@ def _returning_query(t: TableInfo, n: int, exprs: str, alias: str | None) -> str
 
 
 def _set_insert_trigger(
-    conn: apsw.Connection, t: TableInfo, n: int, world: int, upsert: Upsert | None, log: bool
+    conn: apsw.Connection, wt: WorldTable, upsert: Upsert | None, log: bool
 ) -> None:
     """Put the table's INSERT trigger for one statement in place (or the ordinary one back)."""
-    conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(n, 'ii')}")
-    conn.execute(insert_trigger(t, n, world, upsert=upsert, log=log))
+    conn.execute(
+        f"DROP TRIGGER IF EXISTS temp.{trigger_name(wt.n, 'ii', wt.t.key_kind == 'rowid')}"
+    )
+    conn.execute(insert_trigger(wt, upsert=upsert, log=log))
 
 
 def insert_target(head: str) -> tuple[str, str | None]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import apsw
 
 from ..sqltext import comma_parts, matching_paren, name_tokens, quote_ident, tokens
+from .appschema import Rules, read_rules
 from .fetch import all_rows, one_row
 
 PREFIX = "_chronos_"
@@ -47,6 +48,7 @@ class TableInfo:
     # column a world added is not in main's table (main's rows read its default).
     stored_as: str = ""
     world_columns: frozenset[str] = frozenset()
+    rules: Rules = Rules()  # unique rules, foreign keys, declared conflict clauses
 
     @property
     def stored(self) -> str:
@@ -161,6 +163,7 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         without_rowid=without_rowid,
         autoincrement=autoinc,
         sql=sql,
+        rules=read_rules(conn, "main", name, sql),
     )
 
 

@@ -6,24 +6,34 @@ import ctypes
 import dataclasses
 import json
 import os
-import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
-from ..sqltext import quote_ident
-from . import events, faults, guard, limits, moments, schemasync, shadow, worlds, worldschema
+from . import (
+    events,
+    faults,
+    guard,
+    limits,
+    moments,
+    placement,
+    schemasync,
+    shadow,
+    worlds,
+    worldschema,
+)
 from .branchref import BranchRef
 from .catalog import TableInfo, table_info, user_tables
 from .faults import FILE_GONE, NOT_A_DATABASE
-from .fetch import all_rows, one_row
+from .fetch import one_row
+from .session import Session
 from .worlds import World
-from .worldsql import CTX, CTX_DDL, world_objects, world_trigger_names
+from .worldschema import BranchSchema
+from .worldsql import CTX_DDL
 
 DB_FILE = "chronos.db"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -38,25 +48,6 @@ WORLD_POOL = 16
 OWNER = "owner"
 
 
-@dataclass
-class Session:
-    """A connection placed on one branch: main, or a world through TEMP views."""
-
-    conn: apsw.Connection
-    world: World | None = None
-    past: bool = False  # main as it was at a moment (name@when): read only
-    built_for: tuple | None = None
-    temp_version: int = 0
-    own_temp: set[str] = field(default_factory=set)
-    kept: list[str] = field(default_factory=list)  # AS OF views kept between calls, oldest first
-    # AS OF statements rewritten to name kept views: (text, schema, world) -> (sql, valid until)
-    rewrites: dict[tuple, tuple[str, float]] = field(default_factory=dict)
-
-    @property
-    def branch(self) -> str:
-        return self.world.name if self.world else "main"
-
-
 def _connect(
     path: Path, synchronous: str, bounds: limits.Bounds, world: bool = False
 ) -> apsw.Connection:
@@ -69,6 +60,8 @@ def _connect(
     bounds.install(conn)  # time limits, cancel, and bounded waits for the write lock
     guard.install(conn, world)  # what user statements may touch
     conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
+    if world:  # a world's triggers write through other views, their own table's too
+        conn.execute("pragma recursive_triggers = on")
     if apsw.hard_heap_limit(-1) > 0:  # a process with a memory limit (chronos mcp): sorts and
         conn.execute("pragma temp_store = memory")  # temp tables count within it, not on disk
     return conn
@@ -100,8 +93,12 @@ class Database:
         self._worlds: OrderedDict[int, Session] = OrderedDict()
         self._tables: dict[str, tuple[int, TableInfo]] = {}
         self._world_tables: dict[int, tuple[tuple, dict]] = {}
+        self._world_schemas: dict[int, tuple[tuple, BranchSchema]] = {}
         self._schema_version: int | None = None
         self.caller_name = OWNER  # who acts: the registry sets it for each call
+        # TEMP objects a call makes last past it (a program's connection, the shell), or go
+        # with it (MCP and HTTP: each call is its own session, as the spec has it)
+        self.keep_temp = False
         self.caller_run: str | None = None
         # The file's header, read through SQLite's own VFS: a plain open and close of the file
         # would drop the POSIX locks SQLite holds on it in this process.
@@ -234,14 +231,15 @@ class Database:
         self._tables = schemasync.sync(conn)
         self._trust(self._main)
 
-    def _trust(self, session: Session, tables: dict | None = None) -> None:
-        """The triggers chronos made that a connection's guard lets write chronos' tables:
-        main's history triggers, and on a world its INSTEAD OF triggers (``tables``)."""
-        names = {name for n, _t in self._tables.values() for name in shadow.trigger_names(n)}
-        for n, _t in (tables or {}).values():
-            names.update(world_trigger_names(n))
-        guard.install(session.conn).trusted = frozenset(names)
-        _guard_own_temp(session)
+    def _history_triggers(self) -> frozenset[str]:
+        """Main's history triggers: chronos' triggers that every connection's guard trusts."""
+        return frozenset(
+            name for n, _t in self._tables.values() for name in shadow.trigger_names(n)
+        )
+
+    def _trust(self, session: Session) -> None:
+        guard.install(session.conn).trusted = self._history_triggers()
+        placement.guard_own_temp(session)
 
     @staticmethod
     def _read_tables(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
@@ -276,6 +274,23 @@ class Database:
         out = worldschema.apply_ops(conn, tables, ops) if ops else tables
         if conn.get_autocommit():
             self._world_tables[world.id] = (key, out)
+        return out
+
+    def schema_for(self, world: World | None, conn: apsw.Connection | None = None) -> BranchSchema:
+        """A branch's whole schema: its tables with their rules (as the branch has them), the
+        app's triggers and views."""
+        tables = self.tables_for(world, conn)
+        conn = conn or self._main.conn
+        if world is None or world.id == 0:
+            return worldschema.main_schema(conn, tables)
+        key = (self._schema_version, world.fork_seq, worldschema.signature(conn))
+        cached = self._world_schemas.get(world.id)
+        if cached and cached[0] == key and conn.get_autocommit():
+            return cached[1]
+        ops = worldschema.visible_ops(conn, world.id)
+        out = worldschema.branch_schema(conn, self.tables(), ops, tables)
+        if conn.get_autocommit():
+            self._world_schemas[world.id] = (key, out)
         return out
 
     def table(self, name: str, world: World | None = None) -> tuple[int, TableInfo]:
@@ -338,7 +353,7 @@ class Database:
         else:
             self._worlds.move_to_end(world.id)
         session.world = world
-        tables = self.tables_for(world)
+        self.tables()  # (main's schema version, as the key reads it, brought up to date)
         key = (
             world.id,
             json.dumps(world.base),
@@ -349,7 +364,7 @@ class Database:
         if session.built_for != key:
             session.conn.execute("BEGIN")
             try:
-                self._place(session, tables)
+                placement.place(session, self.schema_for(world), self._history_triggers())
             finally:
                 session.conn.execute("COMMIT")
             session.built_for = key
@@ -365,13 +380,13 @@ class Database:
         """Branch ``name`` as it was at ``when`` (``branch``: how the caller spelled it)."""
         conn = self._main.conn
         if name == "main":
-            tables = self.tables()
-            base = {n: moments.seq_at(conn, n, when) for n, _t in tables.values()}
+            schema = self.schema_for(None)
+            base = {n: moments.seq_at(conn, n, when) for n, _t in schema.tables.values()}
             world, at = World(0, "", branch, None, "main", base, 0, OWNER, {}, 0, when), None
         else:
             world = self.world(name)
             self.check_world_moment(world, when, branch)
-            tables, at = self.tables_for(world), when
+            schema, at = self.schema_for(world), when
             world = dataclasses.replace(world, name=branch)
         session = self._worlds.get(0)
         if session is None:
@@ -391,7 +406,7 @@ class Database:
         if session.built_for != key:  # (main at the same seqs reads the same: kept)
             session.conn.execute("BEGIN")
             try:
-                self._place(session, tables, writable=False, at=at)
+                placement.place(session, schema, self._history_triggers(), False, at)
             finally:
                 session.conn.execute("COMMIT")
             session.built_for = key
@@ -407,34 +422,11 @@ class Database:
                 BAD_ARGUMENT,
             )
 
-    def _place(
-        self, session: Session, tables: dict, writable: bool = True, at: float | None = None
-    ) -> None:
-        """Put the session's connection on its world: its views and triggers."""
-        conn, world = session.conn, session.world
-        assert world is not None  # only a world's session (or a past one's) is placed
-        for (name,) in all_rows(
-            conn.execute("select name from temp.sqlite_schema where type = 'view'")
-        ):
-            conn.execute(f"drop view temp.{quote_ident(name)}")  # its triggers go with it
-        for stmt in world_objects(tables, world.id, world.base, writable, at):
-            conn.execute(stmt)
-        mine = {name.lower() for name in tables}
-        for name in self.tables():
-            if name.lower() not in mine:  # the world dropped it: main's must not show through
-                conn.execute(
-                    f"CREATE TEMP VIEW {quote_ident(name)} AS SELECT * FROM "
-                    f"temp.{quote_ident(worldschema.DROPPED + name)}"
-                )
-        _copy_user_views(conn)
-        session.own_temp = {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
-        session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
-        self._trust(session, tables)
-
     def rebuild_world(self, session: Session) -> None:
         """After a schema change on the session's world, inside the transaction that made it
         (a rollback puts the old views back; the next call rebuilds them anyway)."""
-        self._place(session, self.tables_for(session.world, session.conn))
+        schema = self.schema_for(session.world, session.conn)
+        placement.place(session, schema, self._history_triggers())
         session.built_for = None
 
     def schema_version(self) -> int:
@@ -443,35 +435,11 @@ class Database:
         return self._schema_version or 0
 
     def keep_view(self, session: Session, name: str, most: int = 32) -> None:
-        """Keep a TEMP view past the call (AS OF main at a seq reads the same every time, and
-        dropping a view makes SQLite prepare every statement again)."""
-        session.own_temp.add(name)
-        _guard_own_temp(session)
-        session.kept.append(name)
-        while len(session.kept) > most:
-            old = session.kept.pop(0)
-            session.own_temp.discard(old)
-            session.conn.execute(f"drop view if exists temp.{quote_ident(old)}")
+        placement.keep_view(session, name, most)
 
     def end_call(self, session: Session) -> None:
-        """Each call is its own session: drop TEMP objects the call created."""
-        conn = session.conn
-        if session.world is not None:
-            conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
-        if one_row(conn.execute("pragma temp.schema_version"))[0] == session.temp_version:
-            return
-        for name, kind in all_rows(
-            conn.execute(
-                "select name, type from temp.sqlite_schema where type in ('table', 'view', "
-                "'trigger', 'index')"
-            )
-        ):
-            if name not in session.own_temp and kind in ("table", "view", "trigger"):
-                try:
-                    conn.execute(f"drop {kind} if exists temp.{quote_ident(name)}")
-                except apsw.Error:
-                    pass
-        session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
+        """A call ended: TEMP objects it created go, unless they last (``keep_temp``)."""
+        placement.end_call(session, self.keep_temp)
 
     def close_session(self, world_id: int) -> None:
         """A world ended: its connection goes."""
@@ -482,38 +450,6 @@ class Database:
     @property
     def main(self) -> Session:
         return self._main
-
-
-def _guard_own_temp(session: Session) -> None:
-    """Tell the connection's guard which TEMP objects are chronos' (no statement drops them)."""
-    guard.install(session.conn).own_temp = frozenset(n.lower() for n in session.own_temp)
-
-
-def _copy_user_views(conn: apsw.Connection) -> None:
-    """Main's views, again as TEMP views: their table names then resolve to the world's views.
-
-    (A view stored in main would read main's tables even on a world connection.)
-    """
-    pending = all_rows(
-        conn.execute(
-            "select name, sql from main.sqlite_schema where type = 'view' "
-            "and name not like '\\_chronos\\_%' escape '\\'"
-        )
-    )
-    while pending:  # views built on views: retry until no progress
-        failed = []
-        for name, sql in pending:
-            temp_sql = _VIEW_HEAD.sub("CREATE TEMP VIEW ", sql, count=1)
-            try:
-                conn.execute(temp_sql)
-            except apsw.SQLError:
-                failed.append((name, sql))
-        if len(failed) == len(pending):
-            break
-        pending = failed
-
-
-_VIEW_HEAD = re.compile(r"^\s*CREATE\s+VIEW\s+", re.IGNORECASE)
 
 
 __all__ = ["Database", "World", "Session", "DB_FILE"]

@@ -1,0 +1,133 @@
+"""What a world's write leaves: the overlay entry (a row, or a tombstone), the world's history
+of the entry before it (``_chronos_wh_n``: what a world read as of a moment needs), and the
+integer keys new rows take from the shared counter (``sqlite_sequence``, or chronos' own), so
+rows two worlds insert never collide."""
+
+from __future__ import annotations
+
+from ..sqltext import quote_ident, quote_literal
+from .catalog import ROWID_COL, TableInfo
+from .shadow import DEAD, NOW, OP, SEQ, TIME, WORLD, history_table, overlay_table
+from .shadow import world_history_table as wh_table
+from .worldctx import CLOCK
+
+
+def checked_int(expr: str) -> str:
+    """An INTEGER PRIMARY KEY value as SQLite would take it, or 'datatype mismatch'."""
+    return (
+        f"CASE WHEN {expr} IS NULL OR typeof({expr}) = 'integer' THEN {expr} "
+        f"WHEN typeof({expr}) = 'real' AND {expr} = CAST({expr} AS INTEGER) "
+        f"THEN CAST({expr} AS INTEGER) "
+        f"WHEN typeof({expr}) = 'text' AND CAST(CAST({expr} AS INTEGER) AS TEXT) = trim({expr}) "
+        f"THEN CAST({expr} AS INTEGER) ELSE RAISE(ABORT, 'datatype mismatch') END"
+    )
+
+
+def counter(t: TableInfo, n: int) -> tuple[str, str, str]:
+    """The shared counter of integer keys: (table, column, row condition).
+
+    With AUTOINCREMENT it is ``sqlite_sequence``, which main's own inserts honour; it is never
+    below main's largest key (inserts keep it so, and main's history trigger moves it when an
+    UPDATE moves a key up). Otherwise (a table without a primary key) chronos' own counter.
+    """
+    if t.autoincrement:
+        return "main.sqlite_sequence", "seq", f"name = {quote_literal(t.stored)}"
+    return "main._chronos_counters", "hi", f"table_id = {n}"
+
+
+def allocate(t: TableInfo, n: int, given: str | None) -> tuple[str, str]:
+    """The statement that moves the shared counter for a new row, and the row's key."""
+    table, col, row = counter(t, n)
+    chk = checked_int(given) if given else "NULL"
+    if t.autoincrement:
+        step = (
+            f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN {col} + 1 "
+            f"ELSE max({col}, {chk}) END WHERE {row}"
+        )
+    else:
+        # Past main's largest rowid, and past every rowid in history: a world still sees rows
+        # main deleted after its fork.
+        top = (
+            f"max(coalesce((SELECT max(rowid) FROM main.{quote_ident(t.stored)}), 0), "
+            f"coalesce((SELECT max({quote_ident(t.key_cols[0])}) FROM main.{history_table(n)}), 0))"
+        )
+        step = (
+            f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN max({col}, {top}) + 1 "
+            f"ELSE max({col}, {chk}) END WHERE {row}"
+        )
+    key = (
+        f"coalesce({chk}, (SELECT {col} FROM {table} WHERE {row}))"
+        if given
+        else (f"(SELECT {col} FROM {table} WHERE {row})")
+    )
+    return step, key
+
+
+def _upsert_clause(t: TableInfo, dead: bool) -> str:
+    """Overwrite the key's overlay entry (a tombstone, or the world's older row) in place.
+
+    An upsert, not INSERT OR REPLACE: an outer INSERT OR IGNORE would turn REPLACE into a skip.
+    """
+    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    sets = [f"{SEQ} = excluded.{SEQ}", f"{DEAD} = {int(dead)}"]
+    for c in t.columns:
+        if c.name not in t.key_cols:
+            sets.append(
+                f"{quote_ident(c.name)} = "
+                + ("NULL" if dead else f"excluded.{quote_ident(c.name)}")
+            )
+    return f" ON CONFLICT ({WORLD}, {keys}) DO UPDATE SET {', '.join(sets)}"
+
+
+def write_row(
+    t: TableInfo, n: int, world: int, key: list[str], values: dict[str, str], go: str
+) -> list[str]:
+    """The overlay entry of a row written at ``key``, the world's history of it first."""
+    o = f"main.{overlay_table(n)}"
+    cols = [quote_ident(c.name) for c in t.writable]
+    vals = [values[c.name] for c in t.writable]
+    if t.key_kind == "rowid":
+        cols.append(quote_ident(ROWID_COL))
+        vals.append(key[0])
+    return [
+        _remember(t, n, world, key, f"WHERE {go}"),
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
+        f"SELECT {world}, {CLOCK}, 0, {', '.join(vals)} WHERE {go}"
+        f"{_upsert_clause(t, False)}",
+    ]
+
+
+def tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> list[str]:
+    """Tombstones for the keys ``keys`` (expressions) of the rows ``tail`` (a WHERE clause, or
+    a FROM ... WHERE clause) selects."""
+    o = f"main.{overlay_table(n)}"
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    return [
+        _remember(t, n, world, keys, tail),
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
+        f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
+    ]
+
+
+def remember_entry(conn, t: TableInfo, n: int, world: int, key: tuple, seq: int) -> None:
+    """The world's history, from Python: a key's entry as it is before chronos rewrites it
+    (a partial merge settling the world's row)."""
+    conn.execute(_remember(t, n, world, ["?"] * len(key), "").replace(CLOCK, str(int(seq)), 1), key)
+
+
+def _remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> str:
+    """The world's history: the keys' overlay entries (or that there were none) as they are
+    before the write that follows."""
+    o, wh = f"main.{overlay_table(n)}", f"main.{wh_table(n)}"
+    aliases = [f"_k{i}" for i in range(len(keys))]
+    picked = ", ".join(f"{k} AS {a}" for k, a in zip(keys, aliases))
+    on = " AND ".join(f"_o.{quote_ident(c)} = _s.{a}" for c, a in zip(t.key_cols, aliases))
+    rest = [c for c in t.column_names if c not in t.key_cols]
+    cols = ", ".join(quote_ident(c) for c in (*t.key_cols, *rest))
+    values = ", ".join([*(f"_s.{a}" for a in aliases), *(f"_o.{quote_ident(c)}" for c in rest)])
+    return (
+        f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {DEAD}, {cols}) "
+        f"SELECT {world}, {CLOCK}, {NOW}, _o.{WORLD} IS NOT NULL, _o.{DEAD}, {values} "
+        f"FROM (SELECT {picked} {tail}) AS _s LEFT JOIN {o} AS _o "
+        f"ON _o.{WORLD} = {world} AND {on}"
+    )

@@ -1,0 +1,443 @@
+"""The INSTEAD OF triggers that write a world: a row a statement inserts, updates or deletes
+through a world's view goes, with SQLite's rules kept, into the table's overlay.
+
+Each trigger runs, per row, what SQLite runs for a row of a real table, in its order: the
+BEFORE triggers, NOT NULL and CHECK, the key and UNIQUE rules (REPLACE deleting the rows in the
+way, as a DELETE through the view), the write (the overlay entry, and the world's history of
+it), the foreign-key counters, the foreign-key actions, the AFTER triggers. Integer keys come
+from the shared counter (``sqlite_sequence`` or chronos' own), so rows two worlds insert never
+collide.
+
+A table without a primary key has two views: the one named like the table, whose triggers find
+the hidden rowid of the row they are given and pass it on (``forward_*``), and the key view
+that shows it, where the work is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..sqltext import quote_ident
+from .appschema import UniqueRule
+from .catalog import ROWID_COL, TableInfo
+from .overlaywrites import allocate, checked_int, counter, tombstone, write_row
+from .shadow import WORLD, overlay_table
+from .worldctx import COUNT, CTX, DEPTH_DOWN, DEPTH_UP
+from .worldrules import (
+    IGNORE,
+    REPLACE,
+    Link,
+    Steps,
+    checks,
+    mode,
+    not_null,
+    on_row,
+    replace_null,
+    unique_applies,
+    unique_match,
+)
+from .worldtriggers import Events, fire, start
+from .worldviews import key_view
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """An INSERT's ON CONFLICT clause, for a world (SQLite can't upsert a view by itself).
+
+    ``assignments`` and ``condition`` are the DO UPDATE clause's text with ``excluded.`` already
+    written ``NEW.`` and the table's alias its name; None assignments means DO NOTHING.
+    """
+
+    target: tuple[str, ...]
+    assignments: str | None
+    condition: str | None
+
+
+@dataclass(frozen=True)
+class WorldTable:
+    """A table of a world, with what its write triggers must keep: its foreign keys (as the
+    child, and as the parent of others), its own triggers."""
+
+    t: TableInfo
+    n: int
+    world: int
+    links: tuple[Link, ...] = ()
+    referenced: tuple[Link, ...] = ()
+    events: Events | None = None
+    quiet_replace: bool = False  # REPLACE's deletes must not fire DELETE triggers somewhere
+
+    @property
+    def steps(self) -> Steps:
+        # (a row whose trigger pushed events must reach its end to pop them)
+        return Steps(skipping=self.events is not None)
+
+    @property
+    def view(self) -> str:
+        """The view whose triggers do the work: the key view for a table without a key."""
+        if self.t.key_kind == "rowid":
+            return f"temp.{key_view(self.n)}"
+        return f"temp.{quote_ident(self.t.name)}"
+
+    @property
+    def key_cols(self) -> list[str]:
+        return [quote_ident(c) for c in self.t.key_cols]
+
+
+def trigger_name(n: int, suffix: str, kv: bool = False) -> str:
+    return f"_chronos_w_{suffix}_k{n}" if kv else f"_chronos_w_{suffix}_{n}"
+
+
+def world_trigger_names(n: int) -> list[str]:
+    """Every name a world's INSTEAD OF trigger on table ``n`` can have (trigger_name's)."""
+    return [trigger_name(n, s, kv) for s in ("ii", "iu", "id") for kv in (False, True)]
+
+
+def _trigger(wt: WorldTable, suffix: str, event: str, steps: list[str]) -> str:
+    kv = wt.t.key_kind == "rowid"
+    target = key_view(wt.n) if kv else quote_ident(wt.t.name)
+    body = "; ".join(steps)
+    return (
+        f"CREATE TEMP TRIGGER {trigger_name(wt.n, suffix, kv)} INSTEAD OF {event} ON {target} "
+        f"BEGIN {body}; END"
+    )
+
+
+def _row(vals: list[str]) -> str:
+    return vals[0] if len(vals) == 1 else "(" + ", ".join(vals) + ")"
+
+
+def _key_match(wt: WorldTable, vals: list[str], op: str = "=") -> str:
+    """Rows of the work view whose key is (or, ``op`` 'IS NOT', isn't) ``vals``."""
+    return f"{_row(wt.key_cols)} {op} {_row(vals)}"
+
+
+# --- UNIQUE, with REPLACE ------------------------------------------------------------------
+
+
+def _key_rule(wt: WorldTable, new: list[str], moved: str) -> list[str]:
+    """An integer key (or a hidden rowid) given that another row already has."""
+    t = wt.t
+    name = t.pk[0] if t.pk else "rowid"
+    rule_mode = mode(t.rules.pk_conflict)
+    found = f"EXISTS (SELECT 1 FROM {wt.view} WHERE {_key_match(wt, new)})"
+    return wt.steps.refuse(
+        f"{moved} AND {found}",
+        rule_mode,
+        f"UNIQUE constraint failed: {t.name}.{name}",
+        lets=(REPLACE,),
+    )
+
+
+def _rule_checks(
+    wt: WorldTable, rule: UniqueRule, values: dict[str, str], moved: str, not_self: str
+) -> list[str]:
+    found = f"EXISTS (SELECT 1 FROM {wt.view} WHERE {unique_match(rule, values)}{not_self})"
+    return wt.steps.refuse(
+        f"{moved} AND {unique_applies(rule, values)} AND {found}",
+        mode(rule.on_conflict),
+        rule.message,
+        lets=(REPLACE,),
+    )
+
+
+def _replace(wt: WorldTable, rule_mode: str, where: str) -> list[str]:
+    """REPLACE: the rows in the way go, as a DELETE through the view (their foreign-key
+    actions run; their DELETE triggers don't, as recursive_triggers is off)."""
+    quiet = [f"UPDATE {CTX} SET replacing = 1"] if wt.quiet_replace else []
+    back = [f"UPDATE {CTX} SET replacing = 0"] if wt.quiet_replace else []
+    return [
+        DEPTH_UP,
+        *quiet,
+        f"DELETE FROM {wt.view} WHERE {wt.steps.go} AND {rule_mode} = {REPLACE} AND {where}",
+        *back,
+        DEPTH_DOWN,
+    ]
+
+
+def _uniques(
+    wt: WorldTable,
+    values: dict[str, str],
+    new: list[str],
+    old: list[str] | None,
+    given: str = "1",
+) -> list[str]:
+    """The key (``given``: an INSERT named it) and every unique rule (only those whose values
+    changed, for an UPDATE), then REPLACE's deletes of the rows in the way."""
+    t = wt.t
+    steps: list[str] = []
+    moved = "1" if old is None else f"{_row(old)} IS NOT {_row(new)}"
+    not_self = "" if old is None else f" AND {_key_match(wt, old, 'IS NOT')}"
+    rules = [r for r in t.rules.uniques]
+    if t.key_kind in ("int", "rowid"):
+        steps += _key_rule(wt, new, f"{moved} AND {given}")
+    for rule in rules:
+        changed = moved if rule.primary else _changed(rule, values, old is None)
+        steps += _rule_checks(wt, rule, values, changed, "" if rule.primary else not_self)
+    if t.key_kind in ("int", "rowid"):
+        where = f"{moved} AND {given} AND {_key_match(wt, new)}"
+        steps += _replace(wt, mode(t.rules.pk_conflict), where)
+    for rule in rules:
+        changed = moved if rule.primary else _changed(rule, values, old is None)
+        where = f"{changed} AND {unique_applies(rule, values)} AND {unique_match(rule, values)}"
+        steps += _replace(wt, mode(rule.on_conflict), where + ("" if rule.primary else not_self))
+    return steps
+
+
+def _changed(rule: UniqueRule, values: dict[str, str], inserting: bool) -> str:
+    if inserting:
+        return "1"
+    olds = {c: f"OLD.{quote_ident(c)}" for c in values}
+    pairs = [f"({on_row(t, values)}) IS NOT ({on_row(t, olds)})" for t in rule.terms]
+    if rule.where:
+        pairs.append(f"({on_row(rule.where, values)}) IS NOT ({on_row(rule.where, olds)})")
+    return "(" + " OR ".join(pairs) + ")"
+
+
+# --- foreign keys ---------------------------------------------------------------------------
+
+
+def _fk_added(wt: WorldTable, values: dict[str, str], old: dict[str, str] | None) -> list[str]:
+    """After the row is written: the counters for the keys it holds (as a child) and is (as a
+    parent), each only where the values changed (an UPDATE)."""
+    go = wt.steps.go
+    steps: list[str] = []
+    for lk in wt.links:
+        new_vals = [values.get(c, f"NEW.{quote_ident(c)}") for c in lk.fk.columns]
+        if old is None:
+            steps += lk.child_added(new_vals, go)
+            continue
+        old_vals = [old[c] for c in lk.fk.columns]
+        changed = f"{go} AND {_row(old_vals)} IS NOT {_row(new_vals)}"
+        steps += lk.child_removed(old_vals, changed) + lk.child_added(new_vals, changed)
+    for lk in wt.referenced:
+        new_vals = [values.get(c, f"NEW.{quote_ident(c)}") for c in lk.parent_key]
+        if old is None:
+            steps += lk.parent_added(new_vals, go)
+            continue
+        old_vals = [old[c] for c in lk.parent_key]
+        changed = f"{go} AND {_row(old_vals)} IS NOT {_row(new_vals)}"
+        steps += lk.parent_removed(old_vals, changed) + lk.parent_added(new_vals, changed)
+    return steps
+
+
+def _fk_actions(wt: WorldTable, old: dict[str, str], new: dict[str, str] | None) -> list[str]:
+    steps: list[str] = []
+    for lk in wt.referenced:
+        olds = [old[c] for c in lk.parent_key]
+        if new is None:
+            steps += lk.on_delete(olds, wt.steps.go)
+        else:
+            steps += lk.on_update(olds, [new[c] for c in lk.parent_key], wt.steps.go)
+    return steps
+
+
+# --- the triggers ----------------------------------------------------------------------------
+
+
+def _given(t: TableInfo, n: int, index: int, column: str, default: str | None) -> str:
+    """A column's value for an INSERT: NEW's, or its default where the statement didn't name
+    it (``_chronos_given``; where that isn't known, a NULL takes the default)."""
+    v = f"NEW.{quote_ident(column)}"
+    if default is None:
+        return v
+    if index >= 62:
+        return f"coalesce({v}, {default})"
+    named = f"(SELECT mask FROM temp._chronos_given WHERE n = {n})"
+    return (
+        f"CASE WHEN coalesce({named} & {1 << index}, {v} IS NOT NULL) THEN {v} ELSE {default} END"
+    )
+
+
+def _stored(wt: WorldTable, key: list[str]) -> str:
+    """FROM ... WHERE finding the row as the world now holds it, at key ``key``."""
+    return f"FROM {wt.view} WHERE {_key_match(wt, key)}"
+
+
+def _rowid_of(wt: WorldTable, key: list[str]) -> str:
+    return key[0] if wt.t.key_kind in ("int", "rowid") else "NULL"
+
+
+def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = False) -> str:
+    """INSTEAD OF INSERT. ``upsert``: the statement's ON CONFLICT clause; ``log``: record the
+    written keys for a RETURNING clause. (Both only in a trigger put in place for one
+    statement, so ordinary inserts pay for neither.)"""
+    t, n, st = wt.t, wt.n, wt.steps
+    go = st.go
+    names = t.column_names
+    values = {c.name: _given(t, n, names.index(c.name), c.name, c.default) for c in t.writable}
+    steps: list[str] = []
+    given_key = None
+    named = "1"
+    if t.key_kind == "int":
+        named = f"NEW.{quote_ident(t.pk[0])} IS NOT NULL"
+        given_key = checked_int(values[t.pk[0]])
+    elif t.key_kind == "rowid":
+        named = f"NEW.{quote_ident(ROWID_COL)} IS NOT NULL"
+        given_key = checked_int(f"NEW.{quote_ident(ROWID_COL)}")
+    if given_key is not None:
+        before = dict(values)
+        if t.key_kind == "int":
+            before[t.pk[0]] = f"coalesce({given_key}, -1)"
+        steps += fire(wt.events, "BEFORE", "INSERT", go, before, f"coalesce({given_key}, -1)")
+    else:
+        steps += fire(wt.events, "BEFORE", "INSERT", go, values, "NULL")
+    if t.key_kind in ("int", "rowid"):
+        raw = values[t.pk[0]] if t.key_kind == "int" else f"NEW.{quote_ident(ROWID_COL)}"
+        step, new_key = allocate(t, n, raw)
+        steps.append(step + f" AND {go}")
+        if t.key_kind == "int":
+            values[t.pk[0]] = new_key
+        key = [new_key]
+    else:
+        key = [values[c] for c in t.pk]
+    for c in t.writable:
+        values[c.name] = replace_null(t, c.name, values[c.name])
+    steps += not_null(t, values, st, set(t.pk) if t.key_kind == "int" else set())
+    steps += checks(t, n, values, st)
+    if upsert is not None:
+        steps += _upsert_steps(wt, upsert, values, log)
+    steps += _uniques(wt, values, key, None, named)
+    steps += write_row(t, n, wt.world, key, values, go)
+    steps += _fk_added(wt, values, None)
+    if log:
+        o = f"main.{overlay_table(n)}"
+        where = f"{go} AND {WORLD} = {wt.world} AND {_row(wt.key_cols)} = {_row(key)}"
+        steps.append(_log_keys(t, o, where))
+    steps.append(f"{COUNT} AND {go}")
+    steps += fire(
+        wt.events, "AFTER", "INSERT", go, new_rowid=_rowid_of(wt, key), stored=_stored(wt, key)
+    )
+    if st.skipping:
+        steps.append(f"UPDATE {CTX} SET skip = 0")
+    return _trigger(wt, "ii", "INSERT", steps)
+
+
+def update_trigger(wt: WorldTable) -> str:
+    t, n, st = wt.t, wt.n, wt.steps
+    go = st.go
+    values = {c.name: f"NEW.{quote_ident(c.name)}" for c in t.writable}
+    olds = {c: f"OLD.{quote_ident(c)}" for c in t.column_names}
+    steps: list[str] = []
+    if t.key_kind == "rowid":
+        old_key = [f"OLD.{quote_ident(ROWID_COL)}"]
+        key = [checked_int(f"NEW.{quote_ident(ROWID_COL)}")]
+    elif t.key_kind == "int":
+        pk = t.pk[0]
+        old_key = [olds[pk]]
+        steps.append(
+            f"SELECT RAISE(ABORT, 'datatype mismatch') WHERE NEW.{quote_ident(pk)} IS NULL"
+        )
+        values[pk] = checked_int(values[pk])
+        key = [values[pk]]
+    else:
+        old_key = [olds[c] for c in t.pk]
+        key = [values[c] for c in t.pk]
+    steps += start(wt.events, "UPDATE", old_key[0] if t.key_kind in ("int", "rowid") else "NULL")
+    steps += fire(wt.events, "BEFORE", "UPDATE", go, values, _rowid_of(wt, key))
+    if t.key_kind == "int":
+        table, col, row = counter(t, n)  # a key moved up moves the shared counter too
+        steps.append(
+            f"UPDATE {table} SET {col} = {key[0]} WHERE {row} AND {col} < {key[0]} AND {go}"
+        )
+    for c in t.writable:
+        values[c.name] = replace_null(t, c.name, values[c.name])
+    steps += not_null(t, values, st, set(t.pk) if t.key_kind == "int" else set())
+    steps += checks(t, n, values, st)
+    steps += _uniques(wt, values, key, old_key)
+    moved = f"{_row(old_key)} IS NOT {_row(key)}"
+    steps += tombstone(
+        t, n, wt.world, old_key, f"WHERE {go} AND {moved}"
+    )  # the key moved: the old goes
+    steps += write_row(t, n, wt.world, key, values, go)
+    steps += _fk_added(wt, values, olds)
+    steps.append(f"{COUNT} AND {go}")
+    steps += _fk_actions(wt, olds, values)
+    steps += fire(
+        wt.events, "AFTER", "UPDATE", go, new_rowid=_rowid_of(wt, key), stored=_stored(wt, key)
+    )
+    if st.skipping:
+        steps.append(f"UPDATE {CTX} SET skip = 0")
+    return _trigger(wt, "iu", "UPDATE", steps)
+
+
+def delete_trigger(wt: WorldTable) -> str:
+    t, st = wt.t, wt.steps
+    go = st.go
+    olds = {c: f"OLD.{quote_ident(c)}" for c in t.column_names}
+    if t.key_kind == "rowid":
+        old_key = [f"OLD.{quote_ident(ROWID_COL)}"]
+    else:
+        old_key = [olds[c] for c in t.pk]
+    steps: list[str] = start(wt.events, "DELETE", _rowid_of(wt, old_key))
+    if wt.quiet_replace:
+        steps.append(f"UPDATE {CTX} SET replacing = 0")
+    steps += fire(wt.events, "BEFORE", "DELETE", go)
+    steps += tombstone(t, wt.n, wt.world, old_key, f"WHERE {go}")
+    for lk in wt.links:
+        steps += lk.child_removed([olds[c] for c in lk.fk.columns], go)
+    for lk in wt.referenced:
+        steps += lk.parent_removed([olds[c] for c in lk.parent_key], go)
+    steps.append(f"{COUNT} AND {go}")
+    steps += _fk_actions(wt, olds, None)
+    steps += fire(wt.events, "AFTER", "DELETE", go)
+    if st.skipping:
+        steps.append(f"UPDATE {CTX} SET skip = 0")
+    return _trigger(wt, "id", "DELETE", steps)
+
+
+# --- a table without a key: the view named like it passes rows on to the key view ----------
+
+
+def forward_triggers(wt: WorldTable) -> list[str]:
+    """INSERT, UPDATE and DELETE on the view named like a table without a key: the row goes to
+    the key view (found by its values: the first row equal to OLD)."""
+    t, n = wt.t, wt.n
+    kv = f"temp.{key_view(n)}"
+    cols = [quote_ident(c.name) for c in t.writable]
+    rid = quote_ident(ROWID_COL)
+    same = " AND ".join(f"{quote_ident(c)} IS OLD.{quote_ident(c)}" for c in t.column_names)
+    found = f"(SELECT {rid} FROM {kv} WHERE {same} LIMIT 1)"
+    sets = ", ".join(f"{c} = NEW.{c}" for c in cols)
+    head = f"INSTEAD OF {{}} ON {quote_ident(t.name)} BEGIN"
+    return [
+        f"CREATE TEMP TRIGGER {trigger_name(n, 'ii')} {head.format('INSERT')} "
+        f"INSERT INTO {kv}({', '.join(cols)}) VALUES ({', '.join('NEW.' + c for c in cols)}); END",
+        f"CREATE TEMP TRIGGER {trigger_name(n, 'iu')} {head.format('UPDATE')} "
+        f"UPDATE {kv} SET {sets} WHERE {rid} = {found}; END",
+        f"CREATE TEMP TRIGGER {trigger_name(n, 'id')} {head.format('DELETE')} "
+        f"DELETE FROM {kv} WHERE {rid} = {found}; END",
+    ]
+
+
+# --- upsert and RETURNING ------------------------------------------------------------------
+
+
+def _log_keys(t: TableInfo, source: str, where: str) -> str:
+    """Record the keys an INSERT wrote, for its RETURNING clause."""
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    return (
+        f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) "
+        f"FROM {source} WHERE {where}"
+    )
+
+
+def _upsert_steps(wt: WorldTable, upsert: Upsert, values: dict[str, str], log: bool) -> list[str]:
+    """On a row the target constraint already has: update it (or do nothing) and stop."""
+    t, go = wt.t, wt.steps.go
+    view = f"temp.{quote_ident(t.name)}"
+    match = " AND ".join(f"{quote_ident(c)} = {values[c]}" for c in upsert.target)
+    hit = f"(SELECT k2 FROM {CTX}) = 1"
+    steps = [f"UPDATE {CTX} SET k2 = {go} AND EXISTS (SELECT 1 FROM {view} WHERE {match})"]
+    if upsert.assignments is not None:
+        where = f" AND ({upsert.condition})" if upsert.condition else ""
+        steps.append(f"UPDATE {view} SET {upsert.assignments} WHERE {hit} AND {match}{where}")
+        if log:
+            steps.append(_log_keys(t, view, f"{hit} AND {match}"))
+    if wt.steps.skipping:
+        steps.append(f"UPDATE {CTX} SET skip = 1 WHERE {hit}")
+    else:
+        steps.append(f"SELECT RAISE(IGNORE) WHERE {hit}")
+    return steps
+
+
+__all__ = ["IGNORE", "Upsert", "WorldTable", "insert_trigger", "update_trigger", "delete_trigger"]

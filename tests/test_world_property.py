@@ -1,0 +1,138 @@
+"""A world is a copy, by hypothesis: random schemas with constraints (NOT NULL, CHECK, UNIQUE
+with conflict clauses, defaults), foreign keys with their actions (deferred ones too) and
+triggers (BEFORE, AFTER, WHEN, UPDATE OF, RAISE), and random writes, run on main of one
+database and on a fresh world of another holding the same rows: the same outcome and error
+for every statement, the same rows in every table after it, and after the merge main holds
+what the writes alone made (``differential.Twin``).
+
+CHRONOS_PROPERTY_EXAMPLES sets how many schemas are tried (CI: 25).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import hypothesis.strategies as st
+from differential import Twin
+from hypothesis import HealthCheck, given, settings
+
+EXAMPLES = int(os.environ.get("CHRONOS_PROPERTY_EXAMPLES", "25"))
+MODES = ["", " or ignore", " or replace", " or abort", " or fail"]
+ACTIONS = [
+    "",
+    " on delete cascade",
+    " on delete set null",
+    " on delete restrict",
+    " on update cascade",
+    " on delete set default",
+    " on update set null",
+]
+
+
+@st.composite
+def schemas(draw) -> tuple[str, str]:
+    """A parent table p, a child c referencing it, a log the triggers write; and their rows."""
+    unique = draw(
+        st.sampled_from(
+            ["", " unique", " unique on conflict ignore", " unique on conflict replace"]
+        )
+    )
+    check = draw(st.sampled_from(["", " check (v >= 0)", " check (v < 50 or v is null)"]))
+    not_null = draw(
+        st.sampled_from(
+            ["", " not null", " not null default 3", " not null on conflict replace default 4"]
+        )
+    )
+    action = draw(st.sampled_from(ACTIONS))
+    deferred = draw(st.sampled_from(["", " deferrable initially deferred"]))
+    parts = [
+        f"create table p(id integer primary key, k int{unique}, v int{check}{not_null}, "
+        "w text default 'dw');",
+        f"create table c(id integer primary key, pid int default 1 references p(id){action}"
+        f"{deferred}, x int{draw(st.sampled_from(['', ' check (x != 13)']))});",
+        "create table log(what text, n);",
+    ]
+    triggers = draw(st.lists(st.sampled_from(TRIGGERS), max_size=3, unique=True))
+    parts += triggers
+    rows = (
+        "insert into p(id, k, v) values (1, 1, 1), (2, 2, 2), (3, 3, 30);"
+        "insert into c(pid, x) values (1, 1), (1, 2), (2, 3), (null, 4);"
+    )
+    return "\n".join(parts), rows
+
+
+TRIGGERS = [
+    "create trigger p_ai after insert on p begin "
+    "insert into log values ('p+ ' || new.id || ' ' || typeof(new.v), new.rowid); end;",
+    "create trigger p_bu before update of v on p when new.v = 99 begin select raise(ignore); end;",
+    "create trigger p_au after update on p begin "
+    "insert into log values ('p~ ' || old.v || '>' || new.v, new.id); end;",
+    "create trigger p_ad after delete on p begin insert into log values ('p- ' || old.id, 0); end;",
+    "create trigger c_bi before insert on c when new.x = 7 begin "
+    "select raise(abort, 'no sevens'); end;",
+    "create trigger c_ai after insert on c begin "
+    "update p set w = 'touched' where id = new.pid; end;",
+    "create trigger c_ad after delete on c begin insert into log values ('c- ' || old.x, 1); end;",
+    "create trigger p_self after update of w on p begin "
+    "update p set k = coalesce(k, 0) + 100 where id = new.id; end;",
+]
+
+value = st.sampled_from(["null", "0", "1", "2", "3", "7", "13", "30", "99", "-1", "'5'", "4.0"])
+key = st.sampled_from(["1", "2", "3", "4", "9"])
+
+
+@st.composite
+def writes(draw) -> str:
+    kind = draw(
+        st.sampled_from(
+            ["insert p", "insert c", "update p", "update c", "delete p", "delete c", "upsert"]
+        )
+    )
+    mode = draw(st.sampled_from(MODES))
+    if kind == "insert p":
+        cols = draw(st.sampled_from(["(k, v)", "(id, k, v)", "(v)", "(k)"]))
+        vals = {"(k, v)": 2, "(id, k, v)": 3, "(v)": 1, "(k)": 1}[cols]
+        rows = ", ".join(
+            "("
+            + ", ".join(
+                draw(value) if i or cols != "(id, k, v)" else draw(key) for i in range(vals)
+            )
+            + ")"
+            for _ in range(draw(st.integers(1, 2)))
+        )
+        return f"insert{mode} into p{cols} values {rows}"
+    if kind == "insert c":
+        return f"insert{mode} into c(pid, x) values ({draw(key)}, {draw(value)})"
+    if kind == "update p":
+        col = draw(st.sampled_from(["k", "v", "id", "w"]))
+        return f"update{mode} p set {col} = {draw(value)} where id = {draw(key)}"
+    if kind == "update c":
+        return f"update{mode} c set pid = {draw(key)} where x = {draw(value)}"
+    if kind == "delete p":
+        return f"delete from p where id = {draw(key)}"
+    if kind == "delete c":
+        return f"delete from c where pid = {draw(key)}"
+    return (
+        f"insert into p(id, k, v) values ({draw(key)}, {draw(value)}, {draw(value)}) "
+        f"on conflict(id) do update set v = excluded.v"
+    )
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(schemas(), st.lists(writes(), min_size=1, max_size=8))
+def test_random_writes_do_on_a_world_what_they_do_on_main(schema, statements):
+    ddl, rows = schema
+    with tempfile.TemporaryDirectory() as folder:
+        twin = Twin(Path(folder), ddl, rows)
+        try:
+            for sql in statements:
+                twin.same(sql)
+            twin.merged()
+        finally:
+            twin.close()
