@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
+from ..render import blob_hex
 from ..sqltext import quote_ident
 from ..storage import events, moments, worlds
 from ..storage.db import Database
@@ -67,7 +68,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                     done.skipped.append(f"{tables.get(n, ('a dropped table',))[0]}/(a new row)")
                     continue
                 name, t = tables[n]
-                key = tuple(json.loads(key_text))
+                key = tuple(_value(v) for v in json.loads(key_text))
                 if view_row(session, n, t, key) != _row(row_after):
                     done.skipped.append(f"{name}/{format_id(t, list(key))}")
                     continue
@@ -105,10 +106,13 @@ def _parent_name(db: Database, world_id: int) -> str:
 def _row(text: str | None) -> dict | None:
     if text is None:
         return None
-    return {
-        k: bytes.fromhex(v["$blob"]) if isinstance(v, dict) and "$blob" in v else v
-        for k, v in json.loads(text).items()
-    }
+    return {k: _value(v) for k, v in json.loads(text).items()}
+
+
+def _value(kept: Any) -> Any:
+    """A value as a merge kept it (``merge.apply._json``: a blob as {"$blob": hex})."""
+    hexed = blob_hex(kept)
+    return kept if hexed is None else bytes.fromhex(hexed)
 
 
 # --- UNDO AGENT --------------------------------------------------------------------------------

@@ -19,12 +19,14 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
+from ..render import blob_json
 from ..sqltext import quote_ident
 from ..storage import events, lifecycle, worlds, worldsql
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.rows import parse_id, write_row
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
+from ..storage.spelling import db_row
 from ..storage.worlds import World
 from ..storage.worldsql import CTX, remember_entry
 from .changes import Change, world_changes
@@ -153,7 +155,7 @@ def _by_hand(c: Change, choice: Any) -> Outcome:
                 f"{c.table}; its columns: {', '.join(c.t.column_names)}"
             )
         row = dict(c.theirs or c.ours or c.base or {})
-        row.update(choice)
+        row.update(db_row(c.t, choice, f'rows["{c.table}/{c.id}"]'))
         return Outcome(c, "by hand", "rows: a row given by hand", row)
     raise ChronosError(
         f'rows["{c.table}/{c.id}"] must be "ours", "theirs", "delete" '
@@ -443,7 +445,7 @@ def _json(row: dict | None) -> str | None:
 
 def _blob(value: object) -> object:
     if isinstance(value, bytes):
-        return {"$blob": value.hex()}
+        return blob_json(value)
     raise TypeError(f"can't keep {type(value).__name__} for undo")
 
 

@@ -20,6 +20,7 @@ from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from .spelling import db_row
 from .worlds import World
 from .worldviews import key_view
 
@@ -162,10 +163,7 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
         raise ChronosError(
             f"table {t.name} has no column {named}{more}; its columns: {', '.join(t.column_names)}"
         )
-    row = {
-        k: (json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v)
-        for k, v in record.items()
-    }
+    row = db_row(t, record, "'record'")
     for col, value in zip(t.pk, key):
         if col in row and str(row[col]) != str(value):
             raise ChronosError(
