@@ -19,8 +19,9 @@ from ..sqltext import quote_ident
 from ..storage import events, moments, worlds
 from ..storage.db import Database
 from ..storage.fetch import all_rows, one_row
-from ..storage.rows import base_row, format_id, view_row
+from ..storage.rows import base_row, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
+from ..storage.spelling import row_key
 from .restore import rewriting, write_back
 
 
@@ -70,7 +71,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                 name, t = tables[n]
                 key = tuple(_value(v) for v in json.loads(key_text))
                 if view_row(session, n, t, key) != _row(row_after):
-                    done.skipped.append(f"{name}/{format_id(t, list(key))}")
+                    done.skipped.append(row_key(t, key))
                     continue
                 todo.append((n, t, key, _row(row_before)))
             if done.skipped and not skip_changed:
@@ -267,7 +268,7 @@ def _undo_on(
                 if t is None:
                     continue
                 if what == "changed":
-                    done.named.append(f"{branch}:{t.name}/{format_id(t, list(key))}")
+                    done.named.append(f"{branch}:{row_key(t, key)}")
                 elif view_row(session, n, t, key) != row:
                     write_back(session, n, t, key, row, f"undoing {agent}'s changes")
                     rewrite.written += 1
