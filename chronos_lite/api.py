@@ -23,7 +23,7 @@ from .merge import rebase as merge_rebase
 from .operations.registry import REGISTRY, Args, Caller, Reply
 from .operations.sql import run_sql
 from .statements import sqlrun
-from .storage import lifecycle, rows
+from .storage import lifecycle, rows, spelling
 from .storage.db import Database
 from .storage.folder import create
 from .storage.worlds import World
@@ -32,7 +32,17 @@ if TYPE_CHECKING:
     from .statements import loading
 
 T = TypeVar("T")
-_SQLITE_NAMES = frozenset({"table", "id"})
+
+
+def _id(value: Any) -> str:
+    """A method's ``id`` as the tools spell it: text as it is (``"7"``, ``"17,3"``, a JSON
+    array), an integer as its digits, a list or tuple of the key's values (or one value of
+    another type) as a JSON array of them."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return spelling.json_id(list(value) if isinstance(value, list | tuple) else [value])
 
 
 class Chronos(Database):
@@ -49,11 +59,10 @@ class Chronos(Database):
     def _run(self, operation: str, args: dict[str, Any], body: Callable[[Args], T]) -> T:
         """One way in: the registry's checks for ``operation`` (its schema's validation, the
         rights, bounds, faults as their errors), then ``body``, the engine's call, whose
-        objects the methods return (the registry's text and data: ``call``). Table names and
-        row ids are taken as SQLite has them (any text; the tools' schemas ask for no spaces)."""
+        objects the methods return (the registry's text and data: ``call``)."""
         given = {key: value for key, value in args.items() if value is not None}
         op = REGISTRY.get(operation)
-        return REGISTRY.run(self, op, given, self._caller(), body, _SQLITE_NAMES)
+        return REGISTRY.run(self, op, given, self._caller(), body)
 
     def _caller(self) -> Caller:
         """Who acts in a method's call: ``caller_name`` and ``caller_run`` (the owner unless
@@ -74,12 +83,14 @@ class Chronos(Database):
         return [dict(zip(last.columns or [], row)) for row in last.rows]
 
     def get(self, table: str, id: Any, branch: str = "main") -> dict[str, Any] | None:
-        args = {"table": table, "id": str(id), "branch": branch}
+        """One row by its id (text as the tools take it, an int, or a list of the key's
+        values); None if there is none."""
+        args = {"table": table, "id": _id(id), "branch": branch}
         return self._run("get", args, lambda a: rows.get(self, branch, table, a["id"])[1])
 
     def put(self, table: str, id: Any, record: dict[str, Any], branch: str = "main") -> bool:
         """Create or replace a whole row; True if it was created."""
-        args = {"table": table, "id": str(id), "record": record, "branch": branch}
+        args = {"table": table, "id": _id(id), "record": record, "branch": branch}
         return self._run("put", args, lambda a: rows.put(self, branch, table, a["id"], record))
 
     def insert(
@@ -113,7 +124,7 @@ class Chronos(Database):
         )
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
-        args = {"table": table, "id": str(id), "branch": branch}
+        args = {"table": table, "id": _id(id), "branch": branch}
         self._run("delete", args, lambda a: rows.delete(self, branch, table, a["id"]))
 
     def fork(

@@ -70,14 +70,17 @@ def run(argv: Sequence[str]) -> int:
             raise
         # scripts get a refusal as data too (the conflicts, the rows a rule names)
         error = {"error": exc.message, "code": exc.code, "data": exc.data}
-        print(json.dumps(error, ensure_ascii=False, indent=2, default=str))
+        print(json.dumps(render.finite(error), ensure_ascii=False, indent=2, default=_default))
         print(f"chronos: {exc.message}", file=sys.stderr)
         return 1
     if as_json:
-        print(json.dumps(render.finite(reply.data), ensure_ascii=False, indent=2, default=str))
+        print(json.dumps(render.finite(reply.data), ensure_ascii=False, indent=2, default=_default))
     else:
         print(reply.text)
     return 0
+
+
+_default = render.json_default  # (what JSON can't hold: blobs as {"$blob": hex}, else text)
 
 
 def _init(argv: list[str]) -> int:

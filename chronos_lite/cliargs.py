@@ -3,7 +3,9 @@
 Every registry operation is a subcommand, named as the operation with ``_`` written ``-``. Its
 required parameters are positional arguments in the schema's order; every parameter is also an
 option (``--only-tables``), options go before or after the positionals, and ``-b/--branch``
-works wherever a branch is read. Object and array values are given as JSON. The shell's
+works wherever a branch is read. Object and array values are given as JSON; an array of strings
+also as its items joined by commas (``--only-tables users,orders``), but for ``--only-keys``,
+whose ids hold commas, that is one key (``--only-keys lines/17,3``). The shell's
 ``\\operation`` commands parse the same way.
 """
 
@@ -48,6 +50,9 @@ def op_name(word: str) -> str:
     return word.replace("-", "_")
 
 
+ONE_ITEM = {"only_keys"}  # arrays whose one item, not JSON, may hold commas: a composite key
+
+
 def _parse_value(spec: dict, text: str, name: str) -> Any:
     kind = spec.get("type")
     if kind in ("object", "array"):
@@ -55,6 +60,8 @@ def _parse_value(spec: dict, text: str, name: str) -> Any:
             return json.loads(text)
         except ValueError:
             if kind == "array" and spec.get("items", {}).get("type") == "string":
+                if name in ONE_ITEM:
+                    return [text]
                 return [part.strip() for part in text.split(",") if part.strip()]
             raise ChronosError(
                 f"'{name}' must be {describe(spec)} written as JSON, not {text}"

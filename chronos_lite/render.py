@@ -1,4 +1,9 @@
-"""Text renderings shared by every front end: psql-style tables and JSON-ish values."""
+"""Text renderings shared by every front end: psql-style tables, and values as JSON.
+
+A value JSON can't hold has one spelling in every JSON chronos writes (MCP, ``--json``, diff,
+merge_preview, history, errors' data), which ``put`` and a merge's ``rows`` read back
+(``storage/spelling.py``): a BLOB is ``{"$blob": "<hex>"}``, the infinities are the strings
+``"Infinity"`` and ``"-Infinity"``. Integers are JSON numbers, whatever their size."""
 
 from __future__ import annotations
 
@@ -7,13 +12,31 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+BLOB = "$blob"  # the key of a BLOB's JSON spelling: {"$blob": "<hex>"}
+
+
+def blob_json(value: bytes) -> dict[str, str]:
+    """A BLOB as JSON: ``{"$blob": "<hex digits>"}``."""
+    return {BLOB: value.hex()}
+
+
+def blob_hex(value: Any) -> str | None:
+    """The hex digits of a BLOB's JSON spelling (an object of that one key, a string); None
+    for any other value."""
+    if type(value) is dict and len(value) == 1 and type(value.get(BLOB)) is str:
+        return value[BLOB]
+    return None
+
 
 def cell(value: Any) -> str:
-    """A value as psql shows it: NULL empty, blobs as \\x hex."""
+    """A value as psql shows it: NULL empty, blobs as \\x hex (also spelled as JSON)."""
     if value is None:
         return ""
     if isinstance(value, bytes):
         return "\\x" + value.hex()
+    hexed = blob_hex(value)
+    if hexed is not None:
+        return "\\x" + hexed
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         return f"{value:.1f}"
     return str(value)
@@ -60,20 +83,20 @@ def _join(parts: list[str], more: list[bool] | None = None) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """A database value as JSON: blobs become hex strings ("\\x..."), the infinities the
-    strings "Infinity" and "-Infinity" (JSON has no such numbers: one spelling, as MCP sends
-    them, that a strict parser reads), everything else as is."""
+    """A database value as JSON: a blob ``{"$blob": "<hex>"}``, the infinities the strings
+    "Infinity" and "-Infinity" (JSON has no such numbers: one spelling, as MCP sends them, that
+    a strict parser reads), everything else as is."""
     if isinstance(value, bytes):
-        return "\\x" + value.hex()
+        return blob_json(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
 def finite(value: Any) -> Any:
-    """Data as strict JSON can hold it: the infinities (and NaN) in any reply, however deep,
-    spelled as ``json_value`` spells them."""
-    if isinstance(value, float):
+    """Data as strict JSON can hold it: the infinities (and NaN) and blobs in any reply,
+    however deep, spelled as ``json_value`` spells them."""
+    if isinstance(value, float | bytes):
         return json_value(value)
     if isinstance(value, dict):
         return {k: finite(v) for k, v in value.items()}
@@ -82,8 +105,16 @@ def finite(value: Any) -> Any:
     return value
 
 
+def json_default(value: Any) -> Any:
+    """``json.dumps``'s ``default``: a blob in data that wasn't spelled yet, as JSON; anything
+    else JSON can't hold, as its text."""
+    if isinstance(value, bytes):
+        return blob_json(value)
+    return str(value)
+
+
 def json_row(row: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A row as JSON data (blobs as hex strings); None stays None (no row)."""
+    """A row as JSON data (see ``json_value``); None stays None (no row)."""
     return None if row is None else {k: json_value(v) for k, v in row.items()}
 
 

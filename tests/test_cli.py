@@ -76,7 +76,7 @@ def test_errors_are_one_line_nonzero_and_change_nothing(tmp_path, shop):
     folder = shop.folder
     shop.close()
     cases = [
-        (("get", "users"), "'id' is required: a non-empty string without spaces"),
+        (("get", "users"), "'id' is required: a string"),
         (("get", "users", "9"), "no row users/9 on main"),
         (("get", "nope", "1"), "no table 'nope'; tables: users"),
         (("sql", "select * from users", "-b", "ghost"), "no branch 'ghost'; branches: main"),

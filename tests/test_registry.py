@@ -126,14 +126,10 @@ def test_every_schema_file_is_an_operation():
 @pytest.mark.parametrize(
     ("name", "args", "message"),
     [
-        ("get", {"table": "users"}, "'id' is required: a non-empty string without spaces"),
-        ("get", {"table": "users", "id": ""}, "'id' must be a non-empty string without spaces"),
-        (
-            "get",
-            {"table": "users", "id": 5},
-            "'id' must be a non-empty string without spaces, not 5",
-        ),
-        ("get", {"table": "a b", "id": "1"}, "'table' must be a non-empty string without spaces"),
+        ("get", {"table": "users"}, "'id' is required: a string"),
+        ("get", {"table": "users", "id": 5}, "'id' must be a string, not 5"),
+        ("get", {"table": "", "id": "1"}, "'table' must be a non-empty string, not \"\""),
+        ("get", {"table": "a b", "id": 1}, "'id' must be a string, not 1"),
         (
             "get",
             {"table": "t", "id": "1", "x": 1},
@@ -179,12 +175,11 @@ def test_cli_builds_arguments_from_the_schema():
 
 def test_an_array_parameter_is_described_in_plain_words():
     with pytest.raises(ChronosError) as info:
-        REGISTRY.get("merge").validate({"branch": "w", "only_tables": ["a b"]})
-    assert info.value.message == (
-        "'only_tables'[0] must be a non-empty string without spaces, not \"a b\""
-    )
+        REGISTRY.get("merge").validate({"branch": "w", "only_tables": [""]})
+    assert info.value.message == "'only_tables'[0] must be a non-empty string, not \"\""
     with pytest.raises(ChronosError) as info:
         REGISTRY.get("merge").validate({"branch": "w", "only_tables": "users"})
-    assert info.value.message.startswith(
-        "'only_tables' must be an array of non-empty strings without spaces, not"
-    )
+    assert info.value.message.startswith("'only_tables' must be an array of non-empty strings, not")
+    with pytest.raises(ChronosError) as info:
+        REGISTRY.get("merge").validate({"branch": "w", "into": "a b"})
+    assert info.value.message == "'into' must be a non-empty string without spaces, not \"a b\""

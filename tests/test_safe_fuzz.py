@@ -182,11 +182,21 @@ def sql_text(draw) -> str:
 
 # its own world most often: there its writes run, and the guard has most to check
 branch = st.one_of(st.just("mine"), st.sampled_from(BRANCHES), weird)
-name_or_id = st.one_of(st.sampled_from(["1", "2", "999", "1/2", "mine", "outside"]), weird)
+name_or_id = st.one_of(
+    st.sampled_from(["1", "2", "999", "1/2", "mine", "outside", "[1]", "[2,3]", '["1"]', "[1"]),
+    st.sampled_from(['[{"$blob":"00"}]', '[{"$blob":"zz"}]', "[null]", "[Infinity]"]),
+    weird,
+)
 record = st.dictionaries(
     st.sampled_from(["name", "id", "qty", "_chronos_world", "rowid", "x y", "\ud800"]),
-    st.sampled_from([1, "x", None, "\u0000", 2**63 - 1, 1.5]),
+    st.sampled_from([1, "x", None, "\u0000", 2**63 - 1, 1.5, "Infinity", {"$blob": "00"}]),
     max_size=3,
+)
+# rows as only_keys and rows name them: table/id, a table as a JSON string, nonsense
+row_key = st.one_of(
+    st.sampled_from(["users/1", "orders/201", '"users"/2', "main.users/1", "_chronos_o_1/1"]),
+    st.sampled_from(['"users/1', "users/[1", "orders/[201]", "users", "users/x y"]),
+    weird,
 )
 
 
@@ -235,6 +245,13 @@ def tool_call(draw) -> tuple[str, dict]:
         return tool, {"branch": b, "at": draw(moment)}
     if tool in ("describe", "branches"):
         return tool, ({"branch": b} if tool == "describe" else {})
+    if tool in ("merge_preview", "merge", "rebase") and draw(st.booleans()):
+        keys = draw(st.lists(row_key, min_size=1, max_size=2))
+        choice = draw(st.sampled_from(["ours", "theirs", "delete", {"qty": "Infinity"}]))
+        args = {"branch": b, "rows": {k: choice for k in keys}}
+        if tool != "rebase":
+            args["only_keys"] = keys
+        return tool, args
     return tool, {"branch": b}  # diff, history, merge_preview, rebase, merge, undo_merge
 
 

@@ -22,8 +22,9 @@ from ..sqltext import quote_ident
 from ..storage import events, moments, worlds, worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.rows import format_id, view_row, write_row
+from ..storage.rows import view_row, write_row
 from ..storage.shadow import SEQ, TIME, WORLD, history_table, world_history_table
+from ..storage.spelling import row_key
 from ..storage.worlds import World
 
 
@@ -115,7 +116,7 @@ def write_back(
     except apsw.ConstraintError as exc:
         described = errors.from_sqlite(exc)
         raise ChronosError(
-            f"{doing} would break a rule at {t.name}/{format_id(t, list(key))}: "
+            f"{doing} would break a rule at {row_key(t, key)}: "
             f"{described.message} (another row holds that value now; change it first); "
             f"nothing was changed",
             described.code,

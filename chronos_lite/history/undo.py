@@ -14,12 +14,14 @@ from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
+from ..render import blob_hex
 from ..sqltext import quote_ident
 from ..storage import events, moments, worlds
 from ..storage.db import Database
 from ..storage.fetch import all_rows, one_row
-from ..storage.rows import base_row, format_id, view_row
+from ..storage.rows import base_row, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
+from ..storage.spelling import row_key
 from .restore import rewriting, write_back
 
 
@@ -67,9 +69,9 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                     done.skipped.append(f"{tables.get(n, ('a dropped table',))[0]}/(a new row)")
                     continue
                 name, t = tables[n]
-                key = tuple(json.loads(key_text))
+                key = tuple(_value(v) for v in json.loads(key_text))
                 if view_row(session, n, t, key) != _row(row_after):
-                    done.skipped.append(f"{name}/{format_id(t, list(key))}")
+                    done.skipped.append(row_key(t, key))
                     continue
                 todo.append((n, t, key, _row(row_before)))
             if done.skipped and not skip_changed:
@@ -105,10 +107,13 @@ def _parent_name(db: Database, world_id: int) -> str:
 def _row(text: str | None) -> dict | None:
     if text is None:
         return None
-    return {
-        k: bytes.fromhex(v["$blob"]) if isinstance(v, dict) and "$blob" in v else v
-        for k, v in json.loads(text).items()
-    }
+    return {k: _value(v) for k, v in json.loads(text).items()}
+
+
+def _value(kept: Any) -> Any:
+    """A value as a merge kept it (``merge.apply._json``: a blob as {"$blob": hex})."""
+    hexed = blob_hex(kept)
+    return kept if hexed is None else bytes.fromhex(hexed)
 
 
 # --- UNDO AGENT --------------------------------------------------------------------------------
@@ -263,7 +268,7 @@ def _undo_on(
                 if t is None:
                     continue
                 if what == "changed":
-                    done.named.append(f"{branch}:{t.name}/{format_id(t, list(key))}")
+                    done.named.append(f"{branch}:{row_key(t, key)}")
                 elif view_row(session, n, t, key) != row:
                     write_back(session, n, t, key, row, f"undoing {agent}'s changes")
                     rewrite.written += 1

@@ -326,17 +326,21 @@ def _key(ident: Any) -> tuple[str, Any]:
 
 
 def encode(reply: dict) -> bytes:
+    """A reply as one line of strict JSON (values JSON can't hold as ``render`` spells them)."""
+    default = render.json_default  # (a blob in data not spelled yet: {"$blob": hex})
     try:
         text = json.dumps(
-            reply, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str
+            reply, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=default
         )
     except ValueError:  # inf or nan from SQL (select 1e999): JSON has no such numbers
         finite = render.finite(reply)
-        text = json.dumps(finite, ensure_ascii=False, separators=(",", ":"), default=str)
+        text = json.dumps(finite, ensure_ascii=False, separators=(",", ":"), default=default)
     try:
         return text.encode() + b"\n"
     except UnicodeEncodeError:  # a lone surrogate (from a "\ud800" escape): keep it escaped
-        return json.dumps(render.finite(reply), separators=(",", ":"), default=str).encode() + b"\n"
+        return json.dumps(render.finite(reply), separators=(",", ":"), default=default).encode() + (
+            b"\n"
+        )
 
 
 def _not_json(name: str) -> Any:

@@ -19,12 +19,14 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
+from ..render import blob_json
 from ..sqltext import quote_ident
 from ..storage import events, lifecycle, worlds, worldsql
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
-from ..storage.rows import parse_id, write_row
+from ..storage.rows import write_row
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
+from ..storage.spelling import db_row, find_in, parse_id, split_key
 from ..storage.worlds import World
 from ..storage.worldsql import CTX, remember_entry
 from . import replica
@@ -146,19 +148,19 @@ def _by_hand(c: Change, choice: Any) -> Outcome:
         return Outcome(c, "theirs", "rows: theirs", c.theirs, write=False)
     if choice == "delete":
         return Outcome(c, "by hand", "rows: delete", None)
+    where = f"rows[{json.dumps(c.where, ensure_ascii=False)}]"
     if isinstance(choice, dict):
         unknown = [k for k in choice if k not in c.t.column_names]
         if unknown:
             raise ChronosError(
-                f'rows["{c.table}/{c.id}"] names no column {unknown[0]!r} of '
-                f"{c.table}; its columns: {', '.join(c.t.column_names)}"
+                f"{where} names no column {unknown[0]!r} of {c.table}; its columns: "
+                f"{', '.join(c.t.column_names)}"
             )
         row = dict(c.theirs or c.ours or c.base or {})
-        row.update(choice)
+        row.update(db_row(c.t, choice, where))
         return Outcome(c, "by hand", "rows: a row given by hand", row)
     raise ChronosError(
-        f'rows["{c.table}/{c.id}"] must be "ours", "theirs", "delete" '
-        f"or a row object, not {choice!r}"
+        f'{where} must be "ours", "theirs", "delete" or a row object, not {choice!r}'
     )
 
 
@@ -230,10 +232,8 @@ def _only_tables(db: Database, world: World, names: list[str] | None) -> set[str
 
 
 def _split_key(db: Database, world: World, spelled: str, what: str) -> tuple[str, tuple]:
-    table, sep, ident = spelled.partition("/")
-    if not sep or not ident:
-        raise ChronosError(f"{what} '{spelled}' must be spelled table/id, e.g. users/7")
-    _, t = db.table(table, world)
+    """A ``table/id`` (``storage/spelling.py``) as (the table's name, the key's values)."""
+    t, ident = split_key(spelled, find_in(db.tables_for(world)), what)
     return t.name, tuple(parse_id(t, ident))
 
 
@@ -257,7 +257,7 @@ def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
     for o in p.conflicts:
         c = o.change
         lines.append(
-            f"! {c.table}/{c.id} ({o.detail}) base {row_text(c.base)} "
+            f"! {c.where} ({o.detail}) base {row_text(c.base)} "
             f"ours {row_text(c.ours)} theirs {row_text(c.theirs)}"
         )
     statement = "MERGE WORLD" if doing == "merging" else "REBASE WORLD"
@@ -406,7 +406,7 @@ def _write(p: Plan, o: Outcome) -> tuple:
         described = errors.from_sqlite(exc)
         raise ChronosError(
             f"merging {p.world.name} into {p.parent_name} would break a rule: "
-            f"{described.message} at {c.table}/{c.id} {row_text(o.result)}; both sides "
+            f"{described.message} at {c.where} {row_text(o.result)}; both sides "
             f"were valid alone, not together; nothing was merged",
             described.code,
             {"table": c.table, "id": c.id, "row": o.result},
@@ -433,7 +433,7 @@ def _record_merge(
             (
                 event,
                 n,
-                None if key is None else json.dumps(list(key)),
+                None if key is None else json.dumps(list(key), default=_blob),
                 _json(row_before),
                 _json(after),
             )
@@ -448,7 +448,7 @@ def _json(row: dict | None) -> str | None:
 
 def _blob(value: object) -> object:
     if isinstance(value, bytes):
-        return {"$blob": value.hex()}
+        return blob_json(value)
     raise TypeError(f"can't keep {type(value).__name__} for undo")
 
 

@@ -20,15 +20,9 @@ import apsw
 from ..sqltext import quote_ident
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.rows import (
-    as_row,
-    base_row,
-    format_id,
-    main_changed_since,
-    overlay_entry,
-    view_row,
-)
+from ..storage.rows import as_row, base_row, main_changed_since, overlay_entry, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from ..storage.spelling import Key, format_id, key_text
 from ..storage.worlds import World
 
 
@@ -43,6 +37,9 @@ class Change:
     theirs: dict[str, Any] | None
     parent_changed: bool
 
+    def __post_init__(self) -> None:
+        self.key = Key(self.key)  # (sorted as SQLite sorts keys: they may mix types)
+
     @property
     def kind(self) -> str:
         if self.ours is None:
@@ -51,7 +48,13 @@ class Change:
 
     @property
     def id(self) -> str:
-        return format_id(self.t, list(self.key))
+        """The row's id (``spelling.py``)."""
+        return format_id(self.t, self.key)
+
+    @property
+    def where(self) -> str:
+        """The row as ``table/id``, as ``only_keys`` and ``rows`` take it."""
+        return key_text(self.table, self.id)
 
     @property
     def fields(self) -> list[str]:

@@ -15,6 +15,7 @@ from ..storage.catalog import TableInfo
 from ..storage.db import Database
 from ..storage.rows import view_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
+from ..storage.spelling import sort_key
 from .changes import Change, world_changes
 from .schema import Step, steps
 
@@ -130,12 +131,12 @@ def row_text(row: dict | None) -> str:
 
 def change_line(c: Change) -> str:
     if c.kind == "delete":
-        return f"- DELETE {c.table}/{c.id} {row_text(c.base)}"
+        return f"- DELETE {c.where} {row_text(c.base)}"
     if c.kind == "insert":
-        return f"+ {c.table}/{c.id} {row_text(c.ours)}"
+        return f"+ {c.where} {row_text(c.ours)}"
     assert c.base is not None and c.ours is not None  # an update: both rows
     fields = ", ".join(f"{f}: {show(c.base[f])} -> {show(c.ours[f])}" for f in c.fields)
-    return f"~ {c.table}/{c.id}  {fields}"
+    return f"~ {c.where}  {fields}"
 
 
 def page_footer(start: int, shown: int, total: int, what: str, call: str) -> str:
@@ -160,6 +161,7 @@ def change_data(c: Change) -> dict:
     return {
         "table": c.table,
         "id": c.id,
+        "key": c.where,
         "kind": c.kind,
         "fields": c.fields,
         "base": json_row(c.base),
@@ -206,7 +208,7 @@ def compare(db: Database, branch: str, other: str) -> Diff:
             unlike.append(name)  # not the same table on both: a schema difference
             continue
         keys = _candidate_keys(db, n, t, worlds)
-        for key in sorted(keys, key=lambda k: tuple(str(v) for v in k)):
+        for key in sorted(keys, key=sort_key):
             mine, theirs = view_row(a, n, t, key), view_row(b, n, t, key)
             if mine != theirs:
                 out.append(Change(name, n, t, key, mine, theirs, None, False))

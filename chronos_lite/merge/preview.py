@@ -104,6 +104,7 @@ def _row_data(o) -> dict:
     return {
         "table": c.table,
         "id": c.id,
+        "key": c.where,
         "outcome": o.outcome,
         "detail": "DELETE: the merge deletes this row" if o.deletes else o.detail,
         "base": render.json_row(c.base),

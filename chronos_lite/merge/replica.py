@@ -41,6 +41,8 @@ class Change(Protocol):  # (merge.changes.Change, as the check reads it)
     def t(self) -> TableInfo: ...
     @property
     def theirs(self) -> dict[str, Any] | None: ...
+    @property
+    def where(self) -> str: ...
 
 
 class Written(Protocol):  # (an outcome of the merge's plan that it writes)
@@ -131,7 +133,7 @@ def _broken(conn: apsw.Connection, lk: Link, o: Written) -> dict[str, Any] | Non
                 "table": c.table,
                 "id": c.id,
                 "references": lk.fk.parent,
-                "detail": f"{c.table}/{c.id} references {lk.fk.parent} "
+                "detail": f"{c.where} references {lk.fk.parent} "
                 f"({', '.join(map(repr, values))}), which the merged result doesn't have",
             }
     if lk.fk.parent.lower() == name and c.theirs is not None:
@@ -142,7 +144,7 @@ def _broken(conn: apsw.Connection, lk: Link, o: Written) -> dict[str, Any] | Non
                 "table": c.table,
                 "id": c.id,
                 "referenced_by": lk.fk.child,
-                "detail": f"rows of {lk.fk.child} reference {c.table}/{c.id}, which the merge "
+                "detail": f"rows of {lk.fk.child} reference {c.where}, which the merge "
                 f"{'deletes' if row is None else 'changes'}",
             }
     return None

@@ -5,10 +5,13 @@ text is what every front end shows (the shell's output for the same command)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import render
 from ..errors import NOT_FOUND, ChronosError
 from ..storage import describe, rows
 from ..storage.db import Database
+from ..storage.spelling import format_id, key_text, parse_id
 from .registry import Caller, Reply, branch_of, operation
 
 
@@ -35,10 +38,11 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
 def get_op(db: Database, args: dict, caller: Caller) -> Reply:
     longest = caller.max_chars // 5 if caller.max_chars else None  # (text and data: twice)
     t, row, cut = rows.get_within(db, branch_of(args), args["table"], args["id"], longest)
+    ident = format_id(t, parse_id(t, args["id"]))  # (as diff spells it)
     if row is None:
-        raise ChronosError(f"no row {t.name}/{args['id']} on {branch_of(args)}", NOT_FOUND)
-    text = f"{t.name}/{args['id']} {render.row_json(row)}"
-    data = {"table": t.name, "id": args["id"], "row": render.json_row(row)}
+        raise ChronosError(f"no row {key_text(t.name, ident)} on {branch_of(args)}", NOT_FOUND)
+    text = f"{key_text(t.name, ident)} {render.row_json(row)}"
+    data: dict[str, Any] = {"table": t.name, "id": ident, "row": render.json_row(row)}
     if cut:  # too long for a reply: each long value's beginning, and how to read the rest
         assert longest is not None  # (values are cut only to a longest)
         text += (
@@ -62,9 +66,10 @@ def put_op(db: Database, args: dict, caller: Caller) -> Reply:
     created = rows.put(db, branch, args["table"], args["id"], args["record"])
     verb = "created" if created else "replaced"
     _, t = db.table(args["table"], db.resolve(branch))
+    ident = format_id(t, parse_id(t, args["id"]))
     return Reply(
-        f"{verb} {t.name}/{args['id']} on {branch}",
-        {"table": t.name, "id": args["id"], "created": created, "branch": branch},
+        f"{verb} {key_text(t.name, ident)} on {branch}",
+        {"table": t.name, "id": ident, "created": created, "branch": branch},
     )
 
 
@@ -75,7 +80,8 @@ def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = branch_of(args)
     rows.delete(db, branch, args["table"], args["id"])
     _, t = db.table(args["table"], db.resolve(branch))
+    ident = format_id(t, parse_id(t, args["id"]))
     return Reply(
-        f"deleted {t.name}/{args['id']} on {branch}",
-        {"table": t.name, "id": args["id"], "branch": branch},
+        f"deleted {key_text(t.name, ident)} on {branch}",
+        {"table": t.name, "id": ident, "branch": branch},
     )

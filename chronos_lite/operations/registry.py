@@ -7,7 +7,6 @@ its text rendering. Nothing else validates arguments, checks rights or formats r
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,7 +92,6 @@ class Operation:
     destructive: bool = False
     idempotent: bool = False
     mcp: bool = True  # a tool over MCP (settings are the CLI's only)
-    _relaxed: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def schema(self) -> dict:
@@ -131,17 +129,15 @@ class Operation:
             "openWorldHint": False,
         }
 
-    def validate(self, args: Any, relaxed: frozenset[str] = frozenset()) -> Args:
-        """Check arguments against the schema; fill defaults. Errors say how to fix the call.
-        ``relaxed``: parameters held to their type only (the Python API's table names and row
-        ids, which it takes as SQLite has them: any text)."""
+    def validate(self, args: Any) -> Args:
+        """Check arguments against the schema; fill defaults. Errors say how to fix the call."""
         if not isinstance(args, dict):
             raise ChronosError(f"{self.name} takes a JSON object of arguments")
-        validator, quick = self._checkers(relaxed)
-        errors = [] if quick is not None and quick(args) else list(validator.iter_errors(args))
+        quick = self.quick_check
+        errors = [] if quick is not None and quick(args) else list(self.validator.iter_errors(args))
         if errors:
             raise ChronosError(self._explain(min(errors, key=_error_order)), BAD_ARGUMENT)
-        for key in self._unspaced.intersection(args).difference(relaxed):
+        for key in self._unspaced.intersection(args):
             # (Python's $ matches before a final newline: a name's spaces are checked here)
             value = args[key]
             name = BranchRef.parse(value).name if isinstance(value, str) else ""  # (@when: a time)
@@ -165,20 +161,6 @@ class Operation:
     def _defaults(self) -> tuple[tuple[str, Any], ...]:
         specs = self.properties.items()
         return tuple((key, spec["default"]) for key, spec in specs if "default" in spec)
-
-    def _checkers(self, relaxed: frozenset[str]) -> tuple[Any, Callable[[Any], bool] | None]:
-        relaxed = frozenset(relaxed & self.properties.keys())
-        if not relaxed:
-            return self.validator, self.quick_check
-        if relaxed not in self._relaxed:
-            schema = copy.deepcopy(self.schema)
-            for key in relaxed:
-                for rule in ("pattern", "minLength"):
-                    schema["properties"][key].pop(rule, None)
-            # (the cache: per operation, at most the API's one set of relaxed parameters)
-            cls = jsonschema.validators.validator_for(schema)
-            self._relaxed[relaxed] = (cls(schema), quickcheck.compile_schema(schema))
-        return self._relaxed[relaxed]
 
     def _explain(self, error: jsonschema.ValidationError) -> str:
         if error.validator == "required":
@@ -306,12 +288,11 @@ class Registry:
         args: Any,
         caller: Caller,
         body: Callable[[Args], T],
-        relaxed: frozenset[str] = frozenset(),
     ) -> T:
         """``body`` (the operation's handler, or the Python API's engine call) on the
         arguments validated, once the caller's rights allow the call: bounded in time, on the
         file that is there; faults as their own errors; never a transaction left open."""
-        valid = op.validate(args if args is not None else {}, relaxed)
+        valid = op.validate(args if args is not None else {})
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
@@ -408,12 +389,18 @@ def _check_text(text: str, where: str, data: bool) -> None:
             ) from None
     at = text.find("\x00")
     if at >= 0 and not data:
-        how = (
-            "SQL text can't hold one: pass such a value as a parameter ($1 with params) or "
-            "write it as char(0)"
-            if where == "sql"
-            else "names can't hold one: remove it"
-        )
+        if where == "sql":
+            how = (
+                "SQL text can't hold one: pass such a value as a parameter ($1 with params) or "
+                "write it as char(0)"
+            )
+        elif where == "id":  # (a key's value may hold one: JSON spells it)
+            how = (
+                "write the id as a JSON array of the key's values, where \\u0000 is one: "
+                '["a\\u0000b"]'
+            )
+        else:
+            how = "names can't hold one: remove it"
         raise ChronosError(
             f"'{where}' holds a NUL character (\\u0000) at character {at + 1}; {how}",
             faults.BAD_CHARACTER,

@@ -44,14 +44,26 @@ def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if v is None else render.json_value(v) for v in row])
+        writer.writerow([_csv_value(v) for v in row])
     return out.getvalue().rstrip("\n")
+
+
+def _csv_value(value: Any) -> Any:
+    """A value in CSV: NULL empty, a blob as \\x hex (as psql writes one), else as JSON has it."""
+    if value is None or isinstance(value, bytes) or render.blob_hex(value) is not None:
+        return render.cell(value)
+    return render.json_value(value)
+
+
+def json_text(data: Any) -> str:
+    """Data as one line of strict JSON (values JSON can't hold as ``render`` spells them)."""
+    return json.dumps(render.finite(data), ensure_ascii=False, default=render.json_default)
 
 
 def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A result as one line of JSON: an array of row objects."""
     data = [dict(zip(columns, (render.json_value(v) for v in row))) for row in rows]
-    return json.dumps(data, ensure_ascii=False, default=str)
+    return json.dumps(data, ensure_ascii=False, default=render.json_default)
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], mode: str, width: int) -> str:

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import apsw
 
-from .. import render, sqltext
+from .. import sqltext
 from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
@@ -197,7 +197,7 @@ class Shell:
         results = reply.data["results"]
         for result in results[first : None if last is None else last + 1]:
             if self.format == "json" and "data" in result:  # a chronos statement's data
-                self._print(json.dumps(result["data"], ensure_ascii=False, default=str))
+                self._print(output.json_text(result["data"]))
             elif "columns" in result:
                 self._result(result["columns"], result["rows"])
             elif self.format == "json":
@@ -295,7 +295,7 @@ class Shell:
             args["from"] = self.branch  # (fork) from the shell's branch, as FORK WORLD
         reply = self.call(op.name, args)
         if as_json or self.format == "json":
-            self._print(json.dumps(render.finite(reply.data), ensure_ascii=False, default=str))
+            self._print(output.json_text(reply.data))
         elif reply.table and self.format == "csv":
             self._print(output.csv_text(*reply.table))
         elif reply.table and self.expanded == "on":  # (auto: the MCP tool's text as it is)

@@ -1,13 +1,11 @@
 """One row at a time: get, put and delete by ``table/id``, on main or a world.
 
-A row's id is its primary key as text. A table without a primary key uses its rowid. A
-composite key is spelled as its values in key order joined by commas (``order_items/17,3``), or
-as a JSON array when a value holds a comma (``["a,b", 3]``).
+A row's id is its primary key (a table without one: its rowid), spelled as ``spelling.py``
+says: ``7``, ``red``, ``17,3``, or a JSON array of the key's values (``["a,b",3]``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,52 +18,9 @@ from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from .spelling import db_row, parse_id, row_key
 from .worlds import World
 from .worldviews import key_view
-
-
-def parse_id(t: TableInfo, text: str) -> list[Any]:
-    """The key values a row id names, checked against the table's key."""
-    if t.key_kind in ("int", "rowid"):
-        try:
-            return [int(text)]
-        except ValueError:
-            what = f"{t.pk[0]} INTEGER PRIMARY KEY" if t.pk else "its rowid"
-            raise ChronosError(
-                f"'id' must be an integer for table {t.name} (its key is {what}), not '{text}'"
-            ) from None
-    if t.key_kind == "single":
-        return [text]
-    if text.startswith("["):
-        try:
-            values = json.loads(text)
-        except ValueError:
-            values = None
-        if not isinstance(values, list):
-            raise ChronosError(f"'id' {text} is not a JSON array of key values")
-    else:
-        values = text.split(",")
-    if len(values) != len(t.pk):
-        raise ChronosError(
-            f"table {t.name} has a composite key ({', '.join(t.pk)}): spell its id as "
-            f"its {len(t.pk)} values joined by commas, "
-            f"'{','.join('<' + c + '>' for c in t.pk)}', or as a JSON array"
-        )
-    return values
-
-
-def format_id(t: TableInfo, values: list[Any]) -> str:
-    if len(values) == 1:
-        return str(values[0])
-    if any("," in str(v) or str(v).startswith("[") for v in values):
-        return json.dumps(values, ensure_ascii=False)
-    return ",".join(str(v) for v in values)
-
-
-def row_id(t: TableInfo, row: dict[str, Any], rowid: Any = None) -> str:
-    if t.key_kind == "rowid":
-        return str(rowid)
-    return format_id(t, [row[c] for c in t.pk])
 
 
 def _source(session: Session, n: int, t: TableInfo) -> tuple[str, str]:
@@ -162,15 +117,12 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
         raise ChronosError(
             f"table {t.name} has no column {named}{more}; its columns: {', '.join(t.column_names)}"
         )
-    row = {
-        k: (json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v)
-        for k, v in record.items()
-    }
+    row = db_row(t, record, "'record'")
     for col, value in zip(t.pk, key):
         if col in row and str(row[col]) != str(value):
             raise ChronosError(
-                f"'record' says {col} = {row[col]!r} but 'id' is '{id_text}': leave the key "
-                f"out of the record, or make them agree",
+                f"'record' says {col} = {row[col]!r} but 'id' '{id_text}' names {col} = "
+                f"{value!r}: leave the key out of the record, or make them agree",
                 BAD_ARGUMENT,
             )
         row[col] = value
@@ -198,7 +150,7 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
         conn.execute(f"insert or replace into {source}({names}) values ({marks})", values)
         return created
 
-    return _write(db, session, run, {"put": f"{t.name}/{id_text}"})
+    return _write(db, session, run, {"put": row_key(t, key)})
 
 
 def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
@@ -211,9 +163,9 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
         cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)
         cur.fetchall()
         if not worldsql.rows_written(session):
-            raise ChronosError(f"no row {t.name}/{id_text} on {session.branch}", NOT_FOUND)
+            raise ChronosError(f"no row {row_key(t, key)} on {session.branch}", NOT_FOUND)
 
-    _write(db, session, run, {"delete": f"{t.name}/{id_text}"})
+    _write(db, session, run, {"delete": row_key(t, key)})
 
 
 def _write(

@@ -1,0 +1,198 @@
+"""Names keep their identity through the registry and the CLI: any table name SQLite takes
+works in every argument that names a table or a row, and every id diff prints names the same
+row where ids are read (get, delete, only_keys, rows), whatever the key's values.
+
+MCP's run of the same is test_mcp_values.py; the spelling's own rules, test_spelling.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+
+from chronos_lite import ChronosError
+
+ODD_TABLES = [
+    'create table "my table"(id integer primary key, v)',
+    'create table "a/b"(k text primary key, v)',
+    'create table "a"(k text primary key, v)',
+    'create table "it\'s ""quoted"""(x, y text, v, primary key (x, y))',
+    'create table "select"(v)',
+    'create table " pad "(k primary key, v) without rowid',
+    'create table "ü🙂"(id integer primary key, b blob, r real, t text)',
+]
+
+# (table, id as a caller writes it, record) written on a world: every kind of key
+WRITES = [
+    ("my table", "7", {"v": "seven"}),
+    ("a/b", "b/7", {"v": 1}),
+    ("a", "b/7", {"v": 2}),  # (a/b/7 reads as this row: a is a table)
+    ("a", '[""]', {"v": "the empty key"}),
+    ("a", '["[x"]', {"v": "a bracket"}),
+    ('it\'s "quoted"', "17,3", {"v": "plain"}),
+    ('it\'s "quoted"', '["a,b","c d"]', {"v": "comma and space"}),
+    ('it\'s "quoted"', '["17","3"]', {"v": "text 17"}),
+    ("select", "1", {"v": "a rowid table"}),
+    (" pad ", "7", {"v": "integer 7"}),
+    (" pad ", '["7"]', {"v": "text 7"}),
+    ("ü🙂", "1", {"b": {"$blob": "00ff"}, "r": "Infinity", "t": "Infinity"}),
+]
+
+
+@pytest.fixture
+def odd(db):
+    for sql in ODD_TABLES:
+        db.sql(sql)
+    db.sql('insert into "select"(v) values (0); insert into "my table" values (7, \'old\')')
+    db.fork("w")
+    for table, ident, record in WRITES:
+        db.call("put", table=table, id=ident, record=record, branch="w")
+    return db
+
+
+def test_every_id_diff_prints_names_the_same_row_everywhere_ids_are_read(odd):
+    diff = odd.call("diff", branch="w", limit=100)
+    changes = diff.data["changes"]
+    assert len(changes) == len(WRITES)
+    lines = diff.text.splitlines()[1:]
+    for c in changes:
+        line = next(line for line in lines if line[2:].startswith(c["key"] + " "))
+        assert line.startswith("~ " if c["kind"] == "update" else "+ "), line
+        got = odd.call("get", table=c["table"], id=c["id"], branch="w").data
+        assert (got["table"], got["id"], got["row"]) == (c["table"], c["id"], c["ours"])
+        one = odd.call("merge_preview", branch="w", only_keys=[c["key"]]).data["rows"]
+        assert [(r["table"], r["id"], r["key"]) for r in one] == [(c["table"], c["id"], c["key"])]
+        kept = odd.call("merge_preview", branch="w", rows={c["key"]: "theirs"}).data["rows"]
+        assert [r["outcome"] for r in kept if r["key"] == c["key"]] == ["theirs"]
+    # a key is also what a caller writes by hand: the common spellings
+    assert {c["key"] for c in changes} >= {
+        "my table/7",
+        '"a/b"/b/7',
+        "a/b/7",
+        'a/[""]',
+        'it\'s "quoted"/17,3',
+        '" pad "/["7"]',
+        "select/1",
+    }
+    odd.merge("w", only_keys=[c["key"] for c in changes])
+    assert odd.diff("w", to="main").changes == []
+    # deleting each by the id diff printed: the same rows go
+    odd.fork("v")
+    for c in changes:
+        odd.call("delete", table=c["table"], id=c["id"], branch="v")
+    gone = odd.call("diff", branch="v", limit=100).data["changes"]
+    assert sorted((c["key"], c["kind"]) for c in gone) == sorted(
+        (c["key"], "delete") for c in changes
+    )
+
+
+def test_the_python_api_takes_key_values_and_any_name(odd):
+    assert odd.get("a", [""], branch="w") == {"k": "", "v": "the empty key"}
+    assert odd.get("a", "", branch="w") == {"k": "", "v": "the empty key"}  # (as before)
+    assert odd.get(" pad ", ["7"], branch="w") == {"k": "7", "v": "text 7"}
+    assert odd.get(" pad ", 7, branch="w") == {"k": 7, "v": "integer 7"}
+    assert odd.get('it\'s "quoted"', ("a,b", "c d"), branch="w")["v"] == "comma and space"
+    assert odd.get('it\'s "quoted"', ["17", "3"], branch="w")["v"] == "text 17"
+    with pytest.raises(ChronosError, match="'table' must be a non-empty string"):
+        odd.get("", 1)
+
+
+def test_a_merge_with_keys_of_mixed_types_is_ordered_as_sqlite_orders_them(odd):
+    odd.put(" pad ", 1.5, {"v": "a real"}, branch="w")
+    plan = odd.merge("w")
+    pad = [o.change.key for o in plan.outcomes if o.change.table == " pad "]
+    assert pad == [(1.5,), (7,), ("7",)]
+    assert odd.query('select typeof(k) as kind from " pad " order by k') == [
+        {"kind": "real"},
+        {"kind": "integer"},
+        {"kind": "text"},
+    ]
+
+
+def test_a_blob_key_is_named_by_its_json_spelling(odd):
+    odd.put(" pad ", [b"\x00\xff"], {"v": "a blob key"}, branch="w")
+    assert odd.get(" pad ", [b"\x00\xff"], branch="w") == {"k": b"\x00\xff", "v": "a blob key"}
+    key = '" pad "/[{"$blob":"00ff"}]'
+    change = next(
+        c for c in odd.call("diff", branch="w", limit=100).data["changes"] if c["key"] == key
+    )
+    assert change["id"] == '[{"$blob":"00ff"}]'
+    assert odd.call("get", table=" pad ", id=change["id"], branch="w").data["row"]["k"] == {
+        "$blob": "00ff"
+    }
+    rows = odd.call("merge_preview", branch="w", only_keys=[key]).data["rows"]
+    assert [r["key"] for r in rows] == [key]
+
+
+def test_a_row_with_a_blob_key_merges(odd):
+    odd.put(" pad ", [b"\x00\xff"], {"v": "a blob key"}, branch="w")
+    odd.merge("w", only_keys=['" pad "/[{"$blob":"00ff"}]'])
+    assert odd.get(" pad ", [b"\x00\xff"]) == {"k": b"\x00\xff", "v": "a blob key"}
+    odd.call("undo_merge", branch="w")
+    assert odd.get(" pad ", [b"\x00\xff"]) is None
+
+
+def test_diff_as_sql_replays_blobs_big_integers_and_odd_names_to_the_same_bytes(odd):
+    odd.sql(
+        "insert into \"ü🙂\" values (2, x'0001ff', -9e999, 'a''b'), "
+        "(3, randomblob(4), 1e-300, char(0, 10, 39))",
+        branch="w",
+    )
+    odd.sql('update "my table" set v = 9223372036854775807 where id = 7', branch="w")
+    script = odd.call("diff", branch="w", as_sql=True, limit=100).text
+    odd.sql(script)  # (on main, the branch's base: a world has no rowid to replay "select"'s)
+    assert odd.diff("w", to="main").changes == []
+    look = 'select id, hex(b), typeof(b), r, hex(t) from "ü🙂" order by id'
+    assert odd.query(look) == odd.query(look, branch="w")
+
+
+def test_the_command_line_round_trips_names_and_ids(odd):
+    folder = odd.folder
+    odd.close()
+    out = run_cli(folder, "get", "-b", "w", "ü🙂", "1", "--json").stdout
+    row = json.loads(out)["row"]
+    assert row == {"id": 1, "b": {"$blob": "00ff"}, "r": "Infinity", "t": "Infinity"}
+    run_cli(folder, "put", "-b", "w", "ü🙂", "2", json.dumps(row | {"id": 2}))
+    out = run_cli(folder, "sql", "-b", "w", 'select b, typeof(b), r, t from "ü🙂"', "--json")
+    assert (
+        json.loads(out.stdout)["results"][0]["rows"]
+        == [[{"$blob": "00ff"}, "blob", "Infinity", "Infinity"]] * 2
+    )
+    big = run_cli(folder, "put", "my table", "9", '{"v": 9007199254740993}').stdout
+    assert big.strip() == "created my table/9 on main"
+    data = json.loads(run_cli(folder, "get", "my table", "9", "--json").stdout)
+    assert data["row"]["v"] == 9007199254740993
+    data = json.loads(
+        run_cli(folder, "sql", 'select v from "my table" where id = 9', "--json").stdout
+    )
+    assert data["results"][0]["rows"] == [[9007199254740993]]
+    diff = json.loads(run_cli(folder, "diff", "w", "--json", "--limit", "100").stdout)
+    keys = {c["key"] for c in diff["changes"]}
+    text = run_cli(folder, "diff", "w", "--limit", "100").stdout
+    assert all(f" {key} " in text for key in keys)
+    # a composite key with a comma is one --only-keys value; --rows takes the key as printed
+    preview = run_cli(folder, "merge-preview", "w", "--only-keys", 'it\'s "quoted"/17,3', "--json")
+    assert [r["id"] for r in json.loads(preview.stdout)["rows"]] == ["17,3"]
+    rows = json.dumps({'" pad "/["7"]': "theirs", '"a/b"/b/7': {"v": {"$blob": "ab"}}})
+    run_cli(folder, "merge", "w", "--rows", rows)
+    out = run_cli(folder, "sql", 'select v from "a/b"; select k from " pad "', "--json").stdout
+    got = [r["rows"] for r in json.loads(out)["results"]]
+    assert got == [[[{"$blob": "ab"}]], [[7]]]  # (the text "7" stayed out: theirs)
+    gone = run_cli(folder, "delete", " pad ", "[7]").stdout
+    assert gone.strip() == 'deleted " pad "/7 on main'
+
+
+def test_a_key_holding_a_nul_is_spelled_with_its_json_escape(db):
+    db.sql("create table t(k text primary key, v)")
+    db.sql("insert into t values (char(97, 0, 98), 1)")
+    db.fork("w")
+    db.sql("update t set v = 2", branch="w")
+    change = db.call("diff", branch="w").data["changes"][0]
+    assert (change["key"], change["id"]) == ('t/["a\\u0000b"]', '["a\\u0000b"]')
+    assert db.call("get", table="t", id=change["id"]).data["row"] == {"k": "a\x00b", "v": 1}
+    assert db.get("t", ["a\x00b"]) == {"k": "a\x00b", "v": 1}
+    with pytest.raises(ChronosError, match=r'write the id as a JSON array .* \["a\\u0000b"\]'):
+        db.get("t", "a\x00b")
+    db.merge("w", only_keys=[change["key"]])
+    assert db.get("t", ["a\x00b"]) == {"k": "a\x00b", "v": 2}
