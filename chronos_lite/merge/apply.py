@@ -391,6 +391,10 @@ def _apply(db: Database, p: Plan) -> list[tuple]:
         for o in p.writes:
             undo.append(_write(p, o))
     replica.check_keys(db, p.parent, p.writes, p.world.name, p.parent_name)  # merged result
+    merged = [
+        (o.change.t, key, o.change.theirs, o.result) for o, (_n, key, _b, _a) in zip(p.writes, undo)
+    ]
+    replica.reindex(p.parent, merged)
     return undo
 
 

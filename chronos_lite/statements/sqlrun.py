@@ -17,12 +17,12 @@ import apsw
 from .. import errors, sqltext
 from ..errors import ChronosError
 from ..history import timetravel
-from ..storage import events, faults, guard, schemasync, worlds, worldschema, worldsql
+from ..storage import events, faults, guard, placement, schemasync, worlds, worldschema, worldsql
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.worlds import World
-from . import budget
+from . import budget, worldrun
 from . import ddl as world_ddl
 from .worldstmt import adapt_insert
 
@@ -141,7 +141,7 @@ def _run(
         try:
             commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
             if commits and not on_main:
-                _deferred_keys_kept(conn)
+                worldrun.deferred_keys_kept(conn)
             if commits:  # the call's own COMMIT: its event goes in the transaction it commits
                 _record(db, session, conn, outcome.results[recorded:], before, clock)
             result = _statement(call, stmt)
@@ -159,11 +159,11 @@ def _run(
         if explicit and conn.get_autocommit() and (commits or result.changed or result.ddl):
             committed = True  # (a COMMIT, or a write outside the call's own transaction)
     if began and not on_main and writes:
-        _ended(conn, _deferred_keys_kept)
+        worldrun.ended(conn, worldrun.deferred_keys_kept)
     if writes and began:
         _record(db, session, conn, outcome.results, before, clock)
     if began:
-        _ended(conn, lambda c: c.execute("COMMIT"))
+        worldrun.ended(conn, lambda c: c.execute("COMMIT"))
         if writes:
             db.bounds.committed(conn)
     elif not conn.get_autocommit():
@@ -175,27 +175,6 @@ def _run(
         with db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
-
-
-def _ended(conn: apsw.Connection, commit: Callable[[apsw.Connection], Any]) -> None:
-    """The call's own transaction committed; a deferred foreign key it broke (SQLite checks
-    them at COMMIT) rolls it all back, with the reason."""
-    try:
-        commit(conn)
-    except (apsw.ConstraintError, ChronosError) as exc:
-        conn.execute("ROLLBACK")
-        failed = exc if isinstance(exc, ChronosError) else errors.from_sqlite(exc)
-        raise ChronosError(
-            f"{failed.message} (a deferred foreign key, checked as the call's transaction "
-            "ended): nothing was changed",
-            failed.code,
-        ) from None
-
-
-def _deferred_keys_kept(conn: apsw.Connection) -> None:
-    """A world's transaction commits only with every deferred foreign key kept."""
-    if worldsql.broken_keys(conn, transaction=True):
-        raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
 
 
 def _undone(began: bool, was_open: bool, committed: bool) -> str:
@@ -288,10 +267,12 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
     if session.world is not None and not control:
         tick = call.writes and sqltext.may_write(stmt)
         mode = sqltext.conflict_mode(stmt)
-        worldsql.begin_world_write(conn, mode, tick, _deferring(session), _on_view(session, stmt))
+        worldsql.begin_world_write(
+            conn, mode, tick, worldrun.deferring(session), worldrun.on_view(session, stmt)
+        )
         if tick:
-            _name_columns(session, stmt)
-            return _keys_kept(conn, lambda: _written(call, stmt, words, bool(ddl), control))
+            worldrun.name_columns(session, stmt)
+            return worldrun.keys_kept(conn, lambda: _written(call, stmt, words, bool(ddl), control))
     result = _written(call, stmt, words, bool(ddl), control)
     if session.world is not None and words[:1] == ["BEGIN"]:
         worldsql.new_transaction(conn)  # (its deferred foreign keys count from zero)
@@ -325,54 +306,32 @@ def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool)
     return StatementResult(stmt, tag=_tag(stmt, changed), changed=changed, ddl=ddl)
 
 
-def _on_view(session: Session, stmt: str) -> bool:
-    """Whether a statement writes one of the app's views (through its INSTEAD OF triggers)."""
-    target = sqltext.write_target(stmt)
-    views = session.schema.views if session.schema is not None else ()
-    return target is not None and any(name.lower() == target.lower() for name, _sql in views)
+class _Promote(Exception):
+    """A statement on a world would write main's table ``name``: the world may need a copy of
+    it first (one of main's FTS5 tables), then the statement runs again (it ran nothing)."""
 
-
-def _deferring(session: Session) -> bool:
-    """PRAGMA defer_foreign_keys, where the branch has foreign keys to defer."""
-    schema = session.schema
-    if schema is None or not any(t.rules.foreign_keys for _n, t in schema.tables.values()):
-        return False
-    return bool(one_row(session.conn.execute("pragma defer_foreign_keys"))[0])
-
-
-def _name_columns(session: Session, stmt: str) -> None:
-    """The columns an INSERT names (the others take their defaults; a NULL given stays)."""
-    target = sqltext.insert_columns(stmt)
-    if target is None or session.schema is None:
-        return
-    found = worldschema.find_table(session.schema.tables, target[0])
-    if found is None:
-        return
-    _name, n, t = found
-    names = [c.lower() for c in t.column_names]
-    named = names if target[1] is None else [c.lower() for c in target[1]]
-    mask = sum(1 << names.index(c) for c in named if c in names and names.index(c) < 62)
-    worldsql.given_columns(session.conn, n, mask)
-
-
-def _keys_kept(conn: apsw.Connection, run: Callable[[], StatementResult]) -> StatementResult:
-    """A world's write statement, then its foreign keys checked (SQLite checks a statement's
-    immediate keys when it ends, and, for a statement that is its own transaction, the
-    deferred ones too): broken, the statement is undone and fails as on main."""
-    outermost = conn.get_autocommit()
-    conn.execute("SAVEPOINT _chronos_statement")
-    try:
-        result = run()
-        if worldsql.broken_keys(conn) or (outermost and worldsql.broken_keys(conn, True)):
-            conn.execute("ROLLBACK TO _chronos_statement")
-            raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
-    finally:
-        if not conn.get_autocommit():  # (SQLite undid what it undoes; a RAISE(ROLLBACK) all)
-            conn.execute("RELEASE _chronos_statement")
-    return result
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
 
 
 def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
+    """One user statement (after giving a world the copies of main's virtual tables it writes,
+    as its guard finds them)."""
+    promoted: set[str] = set()
+    while True:
+        try:
+            return _execute_once(call, stmt)
+        except _Promote as promote:
+            name = promote.name
+            why = None if name in promoted else placement.promote(call.session, name)
+            if why is not None or name in promoted:
+                message = why or guard.main_table_message(name)
+                raise ChronosError(message, errors.REFUSED) from None
+            promoted.add(name)
+
+
+def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     """One user statement under the guard: its columns (None: it returns none) and its rows,
     read within the call's budget."""
     conn = call.session.conn
@@ -409,6 +368,8 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
         denial = checked.denied
         if denial is None and call.session.past and "because it is a view" in str(exc):
             denial = guard.Denial("write")  # (SQLite refused before asking the guard)
+        if denial is not None and denial.kind == "main" and call.session.world is not None:
+            raise _Promote(denial.name) from None  # (one of main's virtual tables, maybe)
         if denial is not None:
             raise _refused(call.access, denial) from None
         raise

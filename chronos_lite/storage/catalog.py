@@ -13,6 +13,7 @@ import apsw
 from ..sqltext import comma_parts, matching_paren, name_tokens, quote_ident, tokens
 from .appschema import Rules, read_rules
 from .fetch import all_rows, one_row
+from .ftsinfo import fts_tables
 
 PREFIX = "_chronos_"
 ROWID_COL = "_chronos_rowid"
@@ -49,6 +50,18 @@ class TableInfo:
     stored_as: str = ""
     world_columns: frozenset[str] = frozenset()
     rules: Rules = Rules()  # unique rules, foreign keys, declared conflict clauses
+    # An FTS5 table with its own content: its rows are its content table's (this one, whose
+    # columns c0, c1, ... are its columns and whose id is its rowid); chronos' history triggers
+    # are on that table, and a world reads a TEMP FTS5 copy of its rows (``ownfts``).
+    fts_content: str = ""
+
+    def source(self, column: str) -> str:
+        """A column as the table chronos' history triggers are on names it."""
+        if not self.fts_content:
+            return quote_ident(column)
+        if column == ROWID_COL:
+            return "id"
+        return f"c{self.column_names.index(column)}"
 
     @property
     def stored(self) -> str:
@@ -60,6 +73,8 @@ class TableInfo:
         return ", ".join(
             f"{c.default if c.default is not None else 'NULL'} AS {quote_ident(c.name)}"
             if c.name in self.world_columns
+            else f"{prefix}{self.source(c.name)} AS {quote_ident(c.name)}"
+            if self.fts_content
             else prefix + quote_ident(c.name)
             for c in self.columns
         )
@@ -96,17 +111,23 @@ class TableInfo:
 
 
 def user_tables(conn: apsw.Connection) -> list[str]:
+    """Main's tables chronos versions: the app's tables, and its FTS5 tables with their own
+    content (whose rows chronos can follow: see TableInfo.fts_content)."""
     rows = all_rows(
         conn.execute(
             "select name from pragma_table_list where schema = 'main' and type = 'table' "
             "and name not like 'sqlite\\_%' escape '\\' "
-            "and name not like '\\_chronos\\_%' escape '\\' order by name"
+            "and name not like '\\_chronos\\_%' escape '\\'"
         )
     )
-    return [r[0] for r in rows]
+    own = [f.name for f in fts_tables(conn) if f.kind == "own"]
+    return sorted([r[0] for r in rows] + own)
 
 
 def table_info(conn: apsw.Connection, name: str) -> TableInfo:
+    fts = next((f for f in fts_tables(conn) if f.name == name and f.kind == "own"), None)
+    if fts is not None:
+        return _fts_info(conn, name)
     q = quote_ident(name)
     cols: list[Column] = []
     pk: list[tuple[int, str]] = []
@@ -164,6 +185,28 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         autoincrement=autoinc,
         sql=sql,
         rules=read_rules(conn, "main", name, sql),
+    )
+
+
+def _fts_info(conn: apsw.Connection, name: str) -> TableInfo:
+    """An FTS5 table with its own content, as a table without a key (its rowid is)."""
+    cols = [
+        Column(r[1], "", False, None, False)
+        for r in conn.execute(f"pragma main.table_xinfo({quote_ident(name)})")
+        if r[6] == 0
+    ]
+    sql = one_row(conn.execute("select sql from main.sqlite_schema where name = ?", (name,)))[0]
+    return TableInfo(
+        name=name,
+        columns=tuple(cols),
+        key_kind="rowid",
+        pk=(),
+        uniques=(),
+        without_rowid=False,
+        autoincrement=False,
+        sql=sql,
+        stored_as=f"{name}_content",  # (read there: an FTS5 table can't be read while one writes)
+        fts_content=f"{name}_content",
     )
 
 

@@ -62,6 +62,9 @@ def _connect(
     conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
     if world:  # a world's triggers write through other views, their own table's too
         conn.execute("pragma recursive_triggers = on")
+        # No statement writes a virtual table's own tables (only the module does): the guard
+        # then lets a module of main's prepare its writes (rtree does, to be read)
+        conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
     if apsw.hard_heap_limit(-1) > 0:  # a process with a memory limit (chronos mcp): sorts and
         conn.execute("pragma temp_store = memory")  # temp tables count within it, not on disk
     return conn
@@ -361,7 +364,8 @@ class Database:
             self._schema_version,
             worldschema.signature(self._main.conn),
         )
-        if session.built_for != key:
+        stale = session.copies and session.seen != world.version  # (another wrote it)
+        if session.built_for != key or stale:
             session.conn.execute("BEGIN")
             try:
                 placement.place(session, self.schema_for(world), self._history_triggers())

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import render
 from ..sqltext import at_most, quote_ident
+from . import ftsinfo
 from .catalog import TableInfo
 from .db import Database, Session
 from .fetch import one_row
@@ -24,22 +25,69 @@ LONG = 200  # longest value read for the sample row and the examples
 
 
 def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
+    """The branch's tables (each in full), then its views and virtual tables (their fields,
+    rows and a sample: what reading them gives); or the one named ``table``."""
     session = db.session(branch)
     try:
         tables = db.tables_for(session.world)
-        if table is not None:
-            _n, t = db.table(table, session.world)
-            names = [t.name]
+        others = _others(db, session)
+        if table is not None and table.lower() in others:
+            name, kind = others[table.lower()]
+            described, also = [], [_relation(session, name, kind)]
         else:
-            names = sorted(tables)
-        described = [_table(session, tables[name][1]) for name in names]
+            if table is not None:
+                _n, t = db.table(table, session.world)
+                names = [t.name]
+            else:
+                names = sorted(tables)
+            described = [_table(session, tables[name][1]) for name in names]
+            also = [_relation(session, n, k) for n, k in others.values()] if table is None else []
     finally:
         db.end_call(session)
-    if not described:
+    if not described and not also:
         text = f"no tables on {session.branch} yet: create one with the sql tool (CREATE TABLE)"
         return text, {"branch": session.branch, "tables": []}
-    text = "\n\n".join(_text(d) for d in described)
-    return text, {"branch": session.branch, "tables": described}
+    text = "\n\n".join([*(_text(d) for d in described), *(_text(d) for d in also)])
+    data: dict[str, Any] = {"branch": session.branch, "tables": described}
+    if also:
+        data["views_and_virtual_tables"] = also
+    return text, data
+
+
+def _others(db: Database, session: Session) -> dict[str, tuple[str, str]]:
+    """The branch's views and main's virtual tables (lower name -> (name, kind))."""
+    schema = session.schema if session.world is not None else db.schema_for(None)
+    out = {name.lower(): (name, "view") for name, _sql in (schema.views if schema else ())}
+    tables = {name.lower() for name in db.tables_for(session.world)}
+    for name, module in ftsinfo.virtual_tables(db.main.conn).items():
+        if name.lower() not in tables:  # (an FTS5 table with its own content is one of those)
+            out[name.lower()] = (name, f"virtual table, {module}" if module else "virtual table")
+    return out
+
+
+def _relation(session: Session, name: str, kind: str) -> dict[str, Any]:
+    """A view or a virtual table as reading it gives it: its fields, rows and a sample."""
+    conn, q = session.conn, quote_ident(name)
+    columns = [r[1] for r in conn.execute(f"pragma table_xinfo({q})") if not r[6]]
+    types = {r[1]: r[2] for r in conn.execute(f"pragma table_xinfo({q})")}
+    count = one_row(conn.execute(f"select count(*) from {q}"))[0]
+    cols = ", ".join(at_most(quote_ident(c), LONG) for c in columns)
+    sample = [tuple(map(_marked, row)) for row in conn.execute(f"select {cols} from {q} limit 5")]
+    fields = []
+    for i, c in enumerate(columns):
+        field: dict[str, Any] = {"name": c, "type": types.get(c) or "any", "rules": ""}
+        values = [row[i] for row in sample if row[i] is not None]
+        if values:
+            field["example"] = render.json_value(values[0])
+        fields.append(field)
+    first = dict(zip(columns, sample[0])) if sample else None
+    return {
+        "name": name,
+        "kind": kind,
+        "rows": count,
+        "fields": fields,
+        "sample": render.json_row(first) if first else None,
+    }
 
 
 def _table(session: Session, t: TableInfo) -> dict[str, Any]:
@@ -143,4 +191,5 @@ def _text(d: dict) -> str:
     table = render.table(["field", "type", "rules", "example or allowed values"], rows)
     table = table.rsplit("\n", 1)[0]  # the field count says nothing here
     sample = render.row_json(d["sample"]) if d["sample"] else "(no rows)"
-    return f"{d['name']}: {d['rows']} {noun}\n{table}\nsample row: {sample}"
+    kind = f" ({d['kind']})" if "kind" in d else ""
+    return f"{d['name']}{kind}: {d['rows']} {noun}\n{table}\nsample row: {sample}"

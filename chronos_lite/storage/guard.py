@@ -157,6 +157,9 @@ class Guard:
     access: Access | None = None
     trusted: frozenset[str] = frozenset()  # the triggers chronos made on this connection
     own_temp: frozenset[str] = frozenset()  # chronos' TEMP objects here (lower case)
+    # main's virtual tables' own tables (lower case): on a world's connection (DEFENSIVE: no
+    # statement writes them), only a module's own statements can, prepared as it connects
+    shadows: frozenset[str] = frozenset()
     denied: Denial | None = None
     calls: int = 0  # actions asked about in this statement (0: SQLite's cache had it prepared)
     acted: bool = False  # an action other than a read was allowed in this statement
@@ -211,6 +214,8 @@ class Guard:
         if own is not None:
             return own
         if self.world and op in ROW_WRITES and db == "main" and not _ours(one):
+            if one.lower() in self.shadows:
+                return None  # (the module's: a statement can't write it, SQLite refuses)
             return Denial("main", one)
         if op in SETTINGS:
             if not access.settings:

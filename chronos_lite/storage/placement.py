@@ -13,12 +13,15 @@ import re
 import apsw
 
 from ..sqltext import quote_ident
-from . import guard, worldschema
+from . import ftsinfo, guard, worldfts, worlds, worldschema
 from .catalog import PREFIX
 from .fetch import all_rows, one_row
 from .session import Session
+from .shadow import SEQ, WORLD, history_table, overlay_table
+from .worlds import World
 from .worldschema import BranchSchema
 from .worldsql import CTX, app_view_triggers, app_views, placeholders, world_objects
+from .worldviews import key_view
 
 
 def place(
@@ -39,6 +42,12 @@ def place(
         conn.execute(stmt)
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
+    copies = set()
+    guard.install(conn).shadows = _shadows(conn)
+    for fts in ftsinfo.fts_tables(conn):  # (an index of rows the world has as main has them
+        table = fts.content if fts.kind == "external" else fts.name  # is main's: read there)
+        if fts.kind != "contentless" and _differs(conn, schema, world, table or ""):
+            copies |= _copy(conn, schema, fts) if writable else set()
     _make_all(conn, app_views(schema))
     if writable:
         _make_all(conn, app_view_triggers(schema))
@@ -46,8 +55,9 @@ def place(
     _make_all(conn, kept)  # (a TEMP view of the user's that lasts: made again on them)
     session.schema = schema
     session.own_temp = ours
+    session.copies, session.seen = bool(copies) or _has_copies(conn), world.version
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
-    guard.install(conn).trusted = trusted | frozenset(own)
+    guard.install(conn).trusted = trusted | frozenset(own) | frozenset(copies)
     guard_own_temp(session)
 
 
@@ -71,6 +81,81 @@ _VIEW_HEAD = re.compile(r"^\s*CREATE\s+(TEMP\s+|TEMPORARY\s+)?VIEW\s+", re.IGNOR
 _TRIGGER_HEAD = re.compile(r"^\s*CREATE\s+(TEMP\s+|TEMPORARY\s+)?TRIGGER\s+", re.IGNORECASE)
 
 
+def _differs(conn: apsw.Connection, schema: BranchSchema, world: World, table: str) -> bool:
+    """Whether the branch's rows of a table aren't main's rows now: the world (or a world it
+    forked from) changed them, or main did since the fork."""
+    found = worldschema.find_table(schema.tables, table)
+    if found is None:
+        return False
+    _name, n, _t = found
+    seq = one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))
+    if world.id == 0 or seq[0] > world.base.get(n, 0):
+        return True
+    return bool(
+        conn.execute(
+            f"select 1 from main.{overlay_table(n)} where {WORLD} = ? limit 1", (world.id,)
+        ).fetchall()
+    )
+
+
+def _shadows(conn: apsw.Connection) -> frozenset[str]:
+    """Main's virtual tables' own tables (lower case)."""
+    return frozenset(
+        r[0].lower()
+        for r in conn.execute(
+            "select name from pragma_table_list where schema = 'main' and type = 'shadow'"
+        )
+    )
+
+
+def _has_copies(conn: apsw.Connection) -> bool:
+    names = {name.lower() for name in ftsinfo.virtual_tables(conn)}
+    return any(
+        name.lower() in names
+        for (name,) in conn.execute("select name from temp.sqlite_schema where type = 'table'")
+    )
+
+
+def _copy(conn: apsw.Connection, schema: BranchSchema, fts: ftsinfo.Fts) -> set[str]:
+    """The world's own copy of an FTS5 table; the names of the triggers it keeps (chronos')."""
+    if fts.kind == "external":
+        worldfts.temp_copy(conn, fts)
+        return set()
+    found = worldschema.find_table(schema.tables, fts.name)
+    assert found is not None  # (an FTS5 table with its own content is one of the tables)
+    _name, n, _t = found
+    conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 0)  # (its triggers are on the copy's own table)
+    try:
+        return set(worldfts.own_copy(conn, fts.sql, fts.name, f"temp.{key_view(n)}", n))
+    finally:
+        conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
+
+
+def promote(session: Session, name: str) -> str | None:
+    """A statement on a world is about to write one of main's virtual tables: give the world its
+    own copy (None), or say why it can't (an FTS5 table the world's rows don't feed)."""
+    conn = session.conn
+    modules = ftsinfo.virtual_tables(conn)
+    if name not in modules:  # (a virtual table's own table: the virtual table's write)
+        owner = [v for v in modules if name.lower().startswith(v.lower() + "_")]
+        if not owner:
+            return guard.main_table_message(name)
+        name = max(owner, key=len)
+    fts = next((f for f in ftsinfo.fts_tables(conn) if f.name == name), None)
+    if fts is None or fts.kind == "contentless" or session.schema is None:
+        return ftsinfo.refusal(name, modules[name], fts)
+    table = fts.content if fts.kind == "external" else fts.name
+    if worldschema.find_table(session.schema.tables, table or "") is None:
+        return ftsinfo.refusal(name, modules[name], fts)
+    made = _copy(conn, session.schema, fts)
+    guard.install(conn).trusted |= frozenset(made)
+    session.copies = True
+    session.own_temp |= {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
+    session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
+    guard_own_temp(session)
+    return None
+
+
 def _clear(conn: apsw.Connection) -> None:
     """The objects of an earlier placement go (a view's triggers with it; the event tables,
     with theirs); the context tables stay."""
@@ -78,13 +163,12 @@ def _clear(conn: apsw.Connection) -> None:
         conn.execute("select name from temp.sqlite_schema where type = 'view'")
     ):
         conn.execute(f"drop view temp.{quote_ident(name)}")
+    copies = {name.lower() for name in ftsinfo.virtual_tables(conn)}
     for (name,) in all_rows(
-        conn.execute(
-            "select name from temp.sqlite_schema where type = 'table' "
-            "and name like '\\_chronos\\_e%' escape '\\'"
-        )
+        conn.execute("select name from temp.sqlite_schema where type = 'table' and sql is not null")
     ):
-        conn.execute(f"drop table temp.{quote_ident(name)}")
+        if name.lower().startswith("_chronos_e") or name.lower() in copies:
+            conn.execute(f"drop table temp.{quote_ident(name)}")  # (an FTS5 copy: made anew)
 
 
 def _make_all(conn: apsw.Connection, statements: list[str]) -> None:
@@ -128,6 +212,8 @@ def end_call(session: Session, keep_temp: bool = False) -> None:
     if session.world is not None:
         conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
         conn.execute("DELETE FROM temp._chronos_given")
+        if session.copies and session.world.id:  # (what this connection wrote, its copies have)
+            session.seen = worlds.version_of(conn, session.world.id)
     if keep_temp or one_row(conn.execute("pragma temp.schema_version"))[0] == session.temp_version:
         return
     for name, kind in all_rows(

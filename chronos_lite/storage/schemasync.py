@@ -12,6 +12,7 @@ import apsw
 from ..sqltext import quote_ident
 from .catalog import PREFIX, Column, TableInfo, table_info, user_tables
 from .fetch import all_rows
+from .ftsinfo import fts_tables
 from .shadow import (
     ensure_autoincrement,
     history_ddl,
@@ -36,6 +37,7 @@ def _registry(conn: apsw.Connection) -> dict[int, dict]:
 
 def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
     """A table renamed by any client carries our triggers along; follow them to its new name."""
+    own_fts = {f.name for f in fts_tables(conn) if f.kind == "own"}
     for trig, tbl in all_rows(
         conn.execute(
             "select name, tbl_name from sqlite_schema where type = 'trigger' "
@@ -43,6 +45,8 @@ def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
         )
     ):
         n = int(trig[len(PREFIX) + 1 : -3])
+        if tbl.endswith("_content") and tbl[: -len("_content")] in own_fts:
+            tbl = tbl[: -len("_content")]  # (an FTS5 table's triggers are on its content table)
         if n in reg and reg[n]["name"] != tbl:
             conn.execute("update _chronos_tables set name = ? where id = ?", (tbl, n))
             reg[n]["name"] = tbl

@@ -24,6 +24,10 @@ class Session:
     # AS OF statements rewritten to name kept views: (text, schema, world) -> (sql, valid until)
     rewrites: dict[tuple, tuple[str, float]] = field(default_factory=dict)
     schema: BranchSchema | None = None  # what a world's connection is placed on
+    # A world's copies of FTS5 tables hold its rows as this connection last saw them: the
+    # world's version then (another connection's write makes them stale: placed again)
+    copies: bool = False
+    seen: int | None = None
 
     @property
     def branch(self) -> str:

@@ -140,7 +140,7 @@ def _key_values(t: TableInfo, row: str) -> list[str]:
 def _history_insert(t: TableInfo, n: int, row: str, where: str = "") -> str:
     """INSERT of ``row``'s image (OLD, or rows selected as ``row``) into history."""
     cols = [quote_ident(c) for c in t.column_names]
-    vals = [f"{row}.{c}" for c in cols]
+    vals = [f"{row}.{t.source(c)}" for c in t.column_names]
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
         vals.append(f"{row}.rowid")
@@ -202,7 +202,7 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
     row updated by every main write halved write throughput. A fork records each table's
     latest seq instead.
     """
-    q = quote_ident(t.name)
+    q = quote_ident(t.fts_content or t.name)  # (an FTS5 table's rows: its content table's)
     old_key = t.main_key("OLD.")
     new_key = t.main_key("NEW.")
     ai, au, ad, bi, bu = trigger_names(n)

@@ -69,6 +69,7 @@ def begin_world_write(
         "seq = ?, defer = ?",
         (MODES[mode] if mode else 0, int(on_view), events.tick(conn) if tick else None, int(defer)),
     )
+    conn.execute("delete from temp._chronos_done where 0")  # (SQLite's changes() now 0)
 
 
 def given_columns(conn: apsw.Connection, n: int, mask: int | None) -> None:
@@ -90,7 +91,9 @@ def broken_keys(conn: apsw.Connection, transaction: bool = False) -> bool:
 
 def rows_written(session: Any) -> int:
     """Rows the last statement wrote: on a world its INSTEAD OF triggers count them (SQLite's
-    changes() is 0 for a view)."""
+    changes() is 0 for a view); a world's copy of an FTS5 table, SQLite itself (changes(),
+    which begin_world_write left at 0: a statement that writes none keeps it there)."""
     if session.world is not None:
-        return one_row(session.conn.execute(f"select n from {CTX}"))[0]
+        counted = one_row(session.conn.execute(f"select n from {CTX}"))[0]
+        return counted or session.conn.changes()
     return session.conn.changes()

@@ -209,6 +209,12 @@ def bump_version(conn: apsw.Connection, world: World) -> None:
     conn.execute("update _chronos_worlds set version = version + 1 where id = ?", (world.id,))
 
 
+def version_of(conn: apsw.Connection, world_id: int) -> int | None:
+    """A world's version now (None: it isn't there)."""
+    rows = all_rows(conn.execute("select version from _chronos_worlds where id = ?", (world_id,)))
+    return rows[0][0] if rows else None
+
+
 def rebased(conn: apsw.Connection, world: World, base: dict[int, int], fork_seq: int) -> None:
     """The world now forks from its parent as it is: a new base and fork point."""
     conn.execute(

@@ -85,9 +85,9 @@ def world_objects(
     writers = world_tables(schema, world) if writable else {}
     for _name, (n, t) in sorted(schema.tables.items()):
         seq = base.get(n, 0)
-        out.append(
-            f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq, at=at)}"
-        )
+        if not t.fts_content or not writable:  # (a world's FTS5 table is a copy: placement's)
+            view = view_select(t, n, world, seq, at=at)
+            out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view}")
         if t.key_kind == "rowid":
             keyed = view_select(t, n, world, seq, True, at=at)
             out.append(f"CREATE TEMP VIEW {key_view(n)} AS {keyed}")
@@ -101,7 +101,7 @@ def world_objects(
             out += made
             trusted |= names
         out += [insert_trigger(wt), update_trigger(wt), delete_trigger(wt)]
-        if t.key_kind == "rowid":
+        if t.key_kind == "rowid" and not t.fts_content:
             out += forward_triggers(wt)
         trusted.update(world_trigger_names(n))
         if wt.events is not None and wt.events.watched:

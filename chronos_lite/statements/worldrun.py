@@ -1,0 +1,87 @@
+"""What a statement on a world needs around it: its context for the world's triggers (the
+conflict clause it names, the columns an INSERT names, whether it writes an app's view, the
+defer_foreign_keys setting), and its foreign keys checked when it ends (the immediate ones) or
+when its transaction commits (the deferred ones), as SQLite checks them on main."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import apsw
+
+from .. import errors, sqltext
+from ..errors import ChronosError
+from ..storage import worldschema, worldsql
+from ..storage.fetch import one_row
+from ..storage.session import Session
+
+T = TypeVar("T")
+
+
+def ended(conn: apsw.Connection, commit: Callable[[apsw.Connection], Any]) -> None:
+    """The call's own transaction committed; a deferred foreign key it broke (SQLite checks
+    them at COMMIT) rolls it all back, with the reason."""
+    try:
+        commit(conn)
+    except (apsw.ConstraintError, ChronosError) as exc:
+        conn.execute("ROLLBACK")
+        failed = exc if isinstance(exc, ChronosError) else errors.from_sqlite(exc)
+        raise ChronosError(
+            f"{failed.message} (a deferred foreign key, checked as the call's transaction "
+            "ended): nothing was changed",
+            failed.code,
+        ) from None
+
+
+def deferred_keys_kept(conn: apsw.Connection) -> None:
+    """A world's transaction commits only with every deferred foreign key kept."""
+    if worldsql.broken_keys(conn, transaction=True):
+        raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
+
+
+def on_view(session: Session, stmt: str) -> bool:
+    """Whether a statement writes one of the app's views (through its INSTEAD OF triggers)."""
+    target = sqltext.write_target(stmt)
+    views = session.schema.views if session.schema is not None else ()
+    return target is not None and any(name.lower() == target.lower() for name, _sql in views)
+
+
+def deferring(session: Session) -> bool:
+    """PRAGMA defer_foreign_keys, where the branch has foreign keys to defer."""
+    schema = session.schema
+    if schema is None or not any(t.rules.foreign_keys for _n, t in schema.tables.values()):
+        return False
+    return bool(one_row(session.conn.execute("pragma defer_foreign_keys"))[0])
+
+
+def name_columns(session: Session, stmt: str) -> None:
+    """The columns an INSERT names (the others take their defaults; a NULL given stays)."""
+    target = sqltext.insert_columns(stmt)
+    if target is None or session.schema is None:
+        return
+    found = worldschema.find_table(session.schema.tables, target[0])
+    if found is None:
+        return
+    _name, n, t = found
+    names = [c.lower() for c in t.column_names]
+    named = names if target[1] is None else [c.lower() for c in target[1]]
+    mask = sum(1 << names.index(c) for c in named if c in names and names.index(c) < 62)
+    worldsql.given_columns(session.conn, n, mask)
+
+
+def keys_kept(conn: apsw.Connection, run: Callable[[], T]) -> T:
+    """A world's write statement, then its foreign keys checked (SQLite checks a statement's
+    immediate keys when it ends, and, for a statement that is its own transaction, the
+    deferred ones too): broken, the statement is undone and fails as on main."""
+    outermost = conn.get_autocommit()
+    conn.execute("SAVEPOINT _chronos_statement")
+    try:
+        result = run()
+        if worldsql.broken_keys(conn) or (outermost and worldsql.broken_keys(conn, True)):
+            conn.execute("ROLLBACK TO _chronos_statement")
+            raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
+    finally:
+        if not conn.get_autocommit():  # (SQLite undid what it undoes; a RAISE(ROLLBACK) all)
+            conn.execute("RELEASE _chronos_statement")
+    return result
