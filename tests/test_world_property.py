@@ -136,3 +136,82 @@ def test_random_writes_do_on_a_world_what_they_do_on_main(schema, statements):
             twin.merged()
         finally:
             twin.close()
+
+
+@st.composite
+def keyed_schemas(draw) -> tuple[str, str]:
+    """A parent with a text, composite, WITHOUT ROWID or no primary key, a child referencing
+    it (composite keys too), and triggers on both."""
+    shape = draw(st.sampled_from(["text", "composite", "without rowid", "rowid"]))
+    action = draw(st.sampled_from(ACTIONS))
+    if shape == "text":
+        parent = "create table p(a text primary key, b int, v int default 0);"
+        child = f"create table c(x int, pa text references p(a){action});"
+    elif shape == "composite":
+        parent = "create table p(a text, b int, v int default 0, primary key (a, b));"
+        child = (
+            f"create table c(x int, pa text, pb int, foreign key (pa, pb) references p{action});"
+        )
+    elif shape == "without rowid":
+        parent = "create table p(a text primary key, b int, v int default 0) without rowid;"
+        child = f"create table c(x int, pa text references p(a){action});"
+    else:
+        parent = "create table p(a text, b int, v int default 0, unique (a, b));"
+        child = (
+            "create table c(x int, pa text, pb int, "
+            f"foreign key (pa, pb) references p(a, b){action});"
+        )
+    triggers = draw(st.lists(st.sampled_from(KEYED_TRIGGERS), max_size=2, unique=True))
+    rows = "insert into p(a, b, v) values ('k1', 1, 1), ('k2', 2, 2), ('k3', 3, 3);"
+    if shape in ("composite", "rowid"):
+        rows += "insert into c(x, pa, pb) values (1, 'k1', 1), (2, 'k2', 2);"
+    else:
+        rows += "insert into c(x, pa) values (1, 'k1'), (2, 'k2');"
+    return "\n".join([parent, child, "create table log(what text);", *triggers]), rows
+
+
+KEYED_TRIGGERS = [
+    "create trigger p_bd before delete on p when old.v > 2 begin select raise(ignore); end;",
+    "create trigger p_au after update of v on p when new.v <> old.v begin "
+    "insert into log values ('v ' || old.v || '>' || new.v); end;",
+    "create trigger c_ai after insert on c begin update p set v = v + 1 where a = new.pa; end;",
+]
+
+
+@st.composite
+def keyed_writes(draw) -> str:
+    # (not NULL: a world can't hold a row whose text or composite primary key is NULL, which
+    # SQLite allows in a rowid table: storage.md's known differences)
+    key = draw(st.sampled_from(["'k1'", "'k2'", "'k3'", "'k9'"]))
+    num = draw(st.sampled_from(["1", "2", "3", "9", "'2'"]))
+    mode = draw(st.sampled_from(MODES))
+    return draw(
+        st.sampled_from(
+            [
+                f"insert{mode} into p(a, b, v) values ({key}, {num}, {num})",
+                f"update{mode} p set v = {num} where a = {key}",
+                f"update{mode} p set a = {key} where b = {num}",
+                f"delete from p where a = {key}",
+                f"update p set b = {num} where a = {key}",
+                f"delete from c where x = {num}",
+            ]
+        )
+    )
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(keyed_schemas(), st.lists(keyed_writes(), min_size=1, max_size=8))
+def test_tables_of_every_key_shape_write_on_a_world_as_on_main(schema, statements):
+    ddl, rows = schema
+    with tempfile.TemporaryDirectory() as folder:
+        twin = Twin(Path(folder), ddl, rows)
+        try:
+            for sql in statements:
+                twin.same(sql)
+            twin.merged()
+        finally:
+            twin.close()

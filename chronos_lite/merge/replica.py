@@ -170,7 +170,8 @@ def _broken(conn: apsw.Connection, lk: Link, o: Written) -> dict[str, Any] | Non
     if lk.fk.parent.lower() == name and c.theirs is not None:
         old = [c.theirs.get(col) for col in lk.parent_key]
         new = None if row is None else [row.get(col) for col in lk.parent_key]
-        if old != new and _exists(conn, lk.child_view, lk.fk.columns, old):
+        gone = old != new and not _exists(conn, lk.parent_view, lk.parent_key, old)
+        if gone and _exists(conn, lk.child_view, lk.fk.columns, old):
             return {
                 "table": c.table,
                 "id": c.id,

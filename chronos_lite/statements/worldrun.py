@@ -77,7 +77,15 @@ def keys_kept(conn: apsw.Connection, run: Callable[[], T]) -> T:
     outermost = conn.get_autocommit()
     conn.execute("SAVEPOINT _chronos_statement")
     try:
-        result = run()
+        try:
+            result = run()
+        except apsw.ConstraintError:
+            # OR FAIL keeps what the statement did before it failed, but SQLite checks its
+            # immediate keys then too: broken ones undo it all and say so instead
+            if not conn.get_autocommit() and worldsql.broken_keys(conn):
+                conn.execute("ROLLBACK TO _chronos_statement")
+                raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION) from None
+            raise
         if worldsql.broken_keys(conn) or (outermost and worldsql.broken_keys(conn, True)):
             conn.execute("ROLLBACK TO _chronos_statement")
             raise ChronosError(worldsql.FK_FAILED, errors.FOREIGN_KEY_VIOLATION)
