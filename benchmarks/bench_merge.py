@@ -72,7 +72,7 @@ def run_chronos(plain: Path, script: list, folder: Path) -> tuple[float, float, 
     shutil.rmtree(folder, ignore_errors=True)
     db = chronos_lite.init(folder, from_file=plain)
     db.fork("w")
-    conn = db.session("w").conn
+    conn = db.writable(db.session("w"), "items").conn
     with db.write(conn):
         for sql, params in script:
             conn.execute(sql, params)

@@ -232,7 +232,8 @@ class WorldWriter:
         self.count += 1
         name = f"writer{self.count}"
         self.db.fork(name)
-        seconds = in_transaction(self.db.session(name).conn, sql, params)
+        session = self.db.writable(self.db.session(name), "items")
+        seconds = in_transaction(session.conn, sql, params)
         self.db.discard(name)
         return seconds
 

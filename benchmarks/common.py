@@ -315,7 +315,7 @@ def change_plan(count: int, rng: random.Random) -> list[tuple[str, tuple]]:
 
 def apply(db: chronos_lite.Chronos, world: str, plan: list[tuple[str, tuple]]) -> None:
     """``plan``'s statements on ``world``, in one write transaction."""
-    conn = db.session(world).conn
+    conn = db.writable(db.session(world), "items").conn
     with db.write(conn):
         for sql, params in plan:
             conn.execute(sql, params)

@@ -117,6 +117,8 @@ def test_writes_holding_as_of_are_refused_off_the_agents_own_worlds(serve, shop)
 def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, shop):
     server = serve()
     ok(server, "fork", {"name": "mine"})
+    # (the world's own users: its view and triggers, which the attacks aim at)
+    ok(server, "sql", {"sql": "update users set name = name where id = 1", "branch": "mine"})
     before = file_dump(shop)
     attacks = [
         # the issue's: a TEMP trigger named _chronos_... writing main and chronos' tables

@@ -478,6 +478,7 @@ def _remember_merged(db: Database, p: Plan) -> None:
         _put_entry(conn, c, -p.world.id, merged, stamp)
         if merged != c.ours:  # the world's row changes: it did write it, for its children
             _put_entry(conn, c, p.world.id, merged, world_stamp)
+            db.invalidate(p.world.id)
 
 
 def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, seq: int) -> None:

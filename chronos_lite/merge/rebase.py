@@ -51,6 +51,7 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
                 {k: o for (tbl, k), o in keep.items() if tbl == t.name},
                 stamp,
             )
+        db.invalidate(world.id)  # (its rows were rewritten under its connection)
         base = parent.base if parent else lifecycle.horizons(conn, db.tables())
         worlds.rebased(conn, world, base, fork_seq)
         # the parent's rows taken in: all but those the world's own version replaced whole

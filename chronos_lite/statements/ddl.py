@@ -327,7 +327,7 @@ def _holds(
     present = " AND ".join(f"({term}) IS NOT NULL" for term in rule.terms)
     where = f" AND ({rule.where})" if rule.where else ""
     duplicated = session.conn.execute(
-        f"select 1 from temp.{quote_ident(table)} where {present}{where} "
+        f"select 1 from {quote_ident(table)} where {present}{where} "
         f"group by {terms} having count(*) > 1 limit 1"
     ).fetchone()
     if duplicated:

@@ -29,7 +29,7 @@ import apsw
 from .. import errors
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
 from ..sqltext import quote_ident
-from ..storage import events, faults, guard, worlds, worldsql
+from ..storage import events, faults, guard, placement, worlds, worldsql
 from ..storage.catalog import PREFIX, TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
@@ -278,8 +278,9 @@ def _create(db: Database, session: Session, create: str) -> None:
 
 
 def _count(conn: apsw.Connection, session: Session, t: TableInfo) -> int:
-    where = "main" if session.world is None else "temp"
-    return one_row(conn.execute(f"select count(*) from {where}.{quote_ident(t.name)}"))[0]
+    """The branch's rows of the table (a world's view, or main's table it reads as its own)."""
+    where = "main." if session.world is None else ""
+    return one_row(conn.execute(f"select count(*) from {where}{quote_ident(t.name)}"))[0]
 
 
 class _Writer:
@@ -300,6 +301,8 @@ class _Writer:
         self.at = 0  # the row being written (its number in the file)
         self.swapped = False  # a world's INSERT trigger made an upsert for the load
         on_main = session.world is None
+        if not on_main and n not in session.materialized:  # (the world's own, to write it)
+            placement.materialize(session, n)
         self.into = f"{'main' if on_main else 'temp'}.{quote_ident(t.name)}"
         self.by_lower = {c.name.lower(): c for c in t.columns}
         self.text = source.found not in ("json", "ndjson")
@@ -403,6 +406,8 @@ class _Writer:
         conn, world = self.session.conn, self.session.world
         assert world is not None  # (a world's upsert swaps its INSERT trigger)
         assert self.session.schema is not None  # (a world's session is placed on its schema)
+        if self.n not in self.session.materialized:
+            placement.materialize(self.session, self.n)
         wt = world_table(self.session.schema, world.id, self.n)
         kv = self.t.key_kind == "rowid"
         conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(self.n, 'ii', kv)}")

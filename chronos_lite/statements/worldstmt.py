@@ -18,7 +18,7 @@ import apsw
 from .. import sqltext
 from ..errors import ChronosError
 from ..sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
-from ..storage import worldsql
+from ..storage import placement, worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.worldsql import (
@@ -59,6 +59,8 @@ def adapt_insert(
         conn.execute(f"UPDATE {CTX} SET mode = ?", (MODES["ignore"],))  # plain DO NOTHING
         upsert = None
     assert session.schema is not None  # (a world's session is placed on its schema)
+    if n not in session.materialized:  # (its INSERT trigger is swapped: the world's own)
+        placement.materialize(session, n)
     wt = world_table(session.schema, session.world.id, n)
     conn.execute("DELETE FROM temp._chronos_inserted")
     _set_insert_trigger(conn, wt, upsert, returning is not None)

@@ -157,8 +157,8 @@ class Guard:
     access: Access | None = None
     trusted: frozenset[str] = frozenset()  # the triggers chronos made on this connection
     own_temp: frozenset[str] = frozenset()  # chronos' TEMP objects here (lower case)
-    # main's virtual tables' own tables (lower case): on a world's connection (DEFENSIVE: no
-    # statement writes them), only a module's own statements can, prepared as it connects
+    # main's virtual tables' own tables (lower case, as SQLite lists them): their module
+    # prepares its writes as it connects, even to be read
     shadows: frozenset[str] = frozenset()
     denied: Denial | None = None
     calls: int = 0  # actions asked about in this statement (0: SQLite's cache had it prepared)
@@ -186,6 +186,18 @@ class Guard:
         self, op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
     ) -> int:
         access = self.access
+        if self.world and op in ROW_WRITES and db == "main":
+            # nothing on a world's connection writes main's tables, chronos' own triggers and
+            # SQL included: a table the world reads as main's own is made the world's first
+            # (a user's statement then runs again; chronos' code does it before it writes)
+            name = (one or "").lower()
+            if not _ours(name) and name not in SCHEMA_TABLES:
+                if access is None and name in self.shadows:
+                    pass  # (a module connecting as chronos reads: a user's statement is retried)
+                elif name != "sqlite_sequence" or trigger not in self.trusted:
+                    if self.denied is None:
+                        self.denied = Denial("main", one or "")
+                    return DENY
         if access is None or (trigger is not None and trigger in self.trusted):
             return OK
         self.calls += 1
@@ -214,8 +226,6 @@ class Guard:
         if own is not None:
             return own
         if self.world and op in ROW_WRITES and db == "main" and not _ours(one):
-            if one.lower() in self.shadows:
-                return None  # (the module's: a statement can't write it, SQLite refuses)
             return Denial("main", one)
         if op in SETTINGS:
             if not access.settings:

@@ -10,6 +10,7 @@ from .catalog import ROWID_COL, TableInfo
 from .shadow import DEAD, NOW, OP, SEQ, TIME, WORLD, history_table, overlay_table
 from .shadow import world_history_table as wh_table
 from .worldctx import CLOCK
+from .worldstate import hidden_table, live_table
 
 
 def checked_int(expr: str) -> str:
@@ -89,11 +90,23 @@ def write_row(
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
         vals.append(key[0])
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    names = [quote_ident(c) for c in t.column_names] + (
+        [quote_ident(ROWID_COL)] if t.key_kind == "rowid" else []
+    )
+    sets = ", ".join(f"{c} = excluded.{c}" for c in names)
+    same = f"({kcols}) = ({', '.join(key)})"
     return [
         _remember(t, n, world, key, f"WHERE {go}"),
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
         f"SELECT {world}, {CLOCK}, 0, {', '.join(vals)} WHERE {go}"
         f"{_upsert_clause(t, False)}",
+        # the connection's materialized tables (worldstate) follow the entry just written
+        f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(key)} WHERE {go} "
+        f"ON CONFLICT DO NOTHING",
+        f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) SELECT {', '.join(names)} "
+        f"FROM {o} WHERE {WORLD} = {world} AND {same} AND {go} "
+        f"ON CONFLICT ({kcols}) DO UPDATE SET {sets}",
     ]
 
 
@@ -106,6 +119,9 @@ def tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> l
         _remember(t, n, world, keys, tail),
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
         f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
+        f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(keys)} {tail} "
+        f"ON CONFLICT DO NOTHING",
+        f"DELETE FROM temp.{live_table(n)} WHERE ({kcols}) IN (SELECT {', '.join(keys)} {tail})",
     ]
 
 

@@ -13,14 +13,22 @@ import re
 import apsw
 
 from ..sqltext import quote_ident
-from . import ftsinfo, guard, worldfts, worlds, worldschema
+from . import ftsinfo, guard, worldfts, worlds, worldschema, worldstate
 from .catalog import PREFIX
 from .fetch import all_rows, one_row
 from .session import Session
 from .shadow import SEQ, WORLD, history_table, overlay_table
 from .worlds import World
 from .worldschema import BranchSchema
-from .worldsql import CTX, app_view_triggers, app_views, placeholders, world_objects
+from .worldsql import (
+    CTX,
+    app_view_triggers,
+    app_views,
+    placeholders,
+    table_objects,
+    world_objects,
+    world_table,
+)
 from .worldviews import key_view
 
 
@@ -30,16 +38,23 @@ def place(
     trusted: frozenset[str],
     writable: bool = True,
     at: float | None = None,
+    main_tables: dict | None = None,
 ) -> None:
     """Put the session's connection on its world (``trusted``: main's history triggers, which
-    its guard trusts beside the world's own)."""
+    its guard trusts beside the world's own; ``main_tables``: main's, to tell the tables whose
+    shape the world changed)."""
     conn, world = session.conn, session.world
     assert world is not None  # only a world's session (or a past one's) is placed
     kept = _users_views(session)
     _clear(conn)
-    made, own = world_objects(schema, world.id, world.base, writable, at)
+    session.materialized = _materialized(conn, schema, world, main_tables) if writable else set()
+    made, own = world_objects(schema, world.id, world.base, writable, at, session.materialized)
     for stmt in made:
         conn.execute(stmt)
+    session.synced = {}
+    for _name, (n, t) in schema.tables.items():
+        if n in session.materialized:
+            session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0))
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
     copies = set()
@@ -55,9 +70,73 @@ def place(
     _make_all(conn, kept)  # (a TEMP view of the user's that lasts: made again on them)
     session.schema = schema
     session.own_temp = ours
-    session.copies, session.seen = bool(copies) or _has_copies(conn), world.version
+    session.kept, session.rewrites = [], {}  # (AS OF views went with the others)
+    session.seen = world.version
+    session.data_version = one_row(conn.execute("pragma data_version"))[0]
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
     guard.install(conn).trusted = trusted | frozenset(own) | frozenset(copies)
+    guard_own_temp(session)
+
+
+def _materialized(
+    conn: apsw.Connection, schema: BranchSchema, world: World, main_tables: dict | None
+) -> set[int]:
+    """The tables a world can't read as main's own: it changed their shape (created, renamed,
+    added or dropped a column), holds rows of them, or main changed them since the fork."""
+    mains = {n: t for n, t in (main_tables or {}).values()}
+    out = set()
+    for _name, (n, t) in schema.tables.items():
+        main = mains.get(n)
+        shaped = (
+            main is None
+            or t.stored != main.stored
+            or t.name != main.name
+            or t.column_names != main.column_names
+        )
+        if shaped or worldstate.differs(conn, n, world.id, world.base.get(n, 0)):
+            out.add(n)
+    return out
+
+
+def materialize(session: Session, n: int) -> None:
+    """A table the world read as main's own gets its TEMP tables, views and triggers (a
+    statement is about to write it, or main changed it since the fork)."""
+    assert session.schema is not None and session.world is not None  # (a placed world)
+    conn, schema, world = session.conn, session.schema, session.world
+    made, names = table_objects(schema, world_table(schema, world.id, n))
+    for stmt in made:
+        conn.execute(stmt)
+    t = next(t for m, t in schema.tables.values() if m == n)
+    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0))
+    session.materialized.add(n)
+    guard.install(conn).trusted |= frozenset(names)
+    _own_now(session)
+
+
+def sync(session: Session) -> None:
+    """At the start of a call: main's rows changed since this connection last looked (by any
+    connection) are pinned as they were at the fork, and a table main changed is read
+    materialized from now on. Nothing to do when nobody else wrote the file since."""
+    conn, schema, world = session.conn, session.schema, session.world
+    if schema is None or world is None or session.past:
+        return
+    version = one_row(conn.execute("pragma data_version"))[0]
+    if version == session.data_version:
+        return
+    session.data_version = version
+    for _name, (n, t) in schema.tables.items():
+        if n in session.materialized:
+            session.synced[n] = worldstate.pin(
+                conn, t, n, world.base.get(n, 0), session.synced.get(n, 0)
+            )
+        elif worldstate.differs(conn, n, world.id, world.base.get(n, 0)):
+            materialize(session, n)
+
+
+def _own_now(session: Session) -> None:
+    conn = session.conn
+    session.own_temp |= {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
+    session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
     guard_own_temp(session)
 
 
@@ -98,24 +177,6 @@ def _differs(conn: apsw.Connection, schema: BranchSchema, world: World, table: s
     )
 
 
-def _shadows(conn: apsw.Connection) -> frozenset[str]:
-    """Main's virtual tables' own tables (lower case)."""
-    return frozenset(
-        r[0].lower()
-        for r in conn.execute(
-            "select name from pragma_table_list where schema = 'main' and type = 'shadow'"
-        )
-    )
-
-
-def _has_copies(conn: apsw.Connection) -> bool:
-    names = {name.lower() for name in ftsinfo.virtual_tables(conn)}
-    return any(
-        name.lower() in names
-        for (name,) in conn.execute("select name from temp.sqlite_schema where type = 'table'")
-    )
-
-
 def _copy(conn: apsw.Connection, schema: BranchSchema, fts: ftsinfo.Fts) -> set[str]:
     """The world's own copy of an FTS5 table; the names of the triggers it keeps (chronos')."""
     if fts.kind == "external":
@@ -124,36 +185,49 @@ def _copy(conn: apsw.Connection, schema: BranchSchema, fts: ftsinfo.Fts) -> set[
     found = worldschema.find_table(schema.tables, fts.name)
     assert found is not None  # (an FTS5 table with its own content is one of the tables)
     _name, n, _t = found
-    conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 0)  # (its triggers are on the copy's own table)
-    try:
-        return set(worldfts.own_copy(conn, fts.sql, fts.name, f"temp.{key_view(n)}", n))
-    finally:
-        conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
+    return set(worldfts.own_copy(conn, fts.sql, fts.name, f"temp.{key_view(n)}", n))
 
 
 def promote(session: Session, name: str) -> str | None:
     """A statement on a world is about to write one of main's virtual tables: give the world its
     own copy (None), or say why it can't (an FTS5 table the world's rows don't feed)."""
     conn = session.conn
+    found = worldschema.find_table(session.schema.tables, name) if session.schema else None
+    if found is not None and found[1] not in session.materialized and not found[2].fts_content:
+        materialize(session, found[1])
+        return None
     modules = ftsinfo.virtual_tables(conn)
-    if name not in modules:  # (a virtual table's own table: the virtual table's write)
+    if name not in modules:  # (a virtual table's own table: its module's write)
         owner = [v for v in modules if name.lower().startswith(v.lower() + "_")]
         if not owner:
             return guard.main_table_message(name)
-        name = max(owner, key=len)
+        # A module prepares its writes as it connects (rtree does, even to be read): connected
+        # here, unchecked, the statement runs again without them; one that writes the table
+        # itself is refused then
+        conn.execute(f"SELECT 1 FROM main.{quote_ident(max(owner, key=len))} LIMIT 0").fetchall()
+        return None
     fts = next((f for f in ftsinfo.fts_tables(conn) if f.name == name), None)
     if fts is None or fts.kind == "contentless" or session.schema is None:
         return ftsinfo.refusal(name, modules[name], fts)
     table = fts.content if fts.kind == "external" else fts.name
     if worldschema.find_table(session.schema.tables, table or "") is None:
         return ftsinfo.refusal(name, modules[name], fts)
+    if fts.kind == "own" and table and found is not None:
+        materialize(session, found[1])  # (its copy is made from the world's rows of it)
     made = _copy(conn, session.schema, fts)
     guard.install(conn).trusted |= frozenset(made)
-    session.copies = True
-    session.own_temp |= {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
-    session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
-    guard_own_temp(session)
+    _own_now(session)
     return None
+
+
+def _shadows(conn: apsw.Connection) -> frozenset[str]:
+    """Main's virtual tables' own tables (lower case)."""
+    return frozenset(
+        r[0].lower()
+        for r in conn.execute(
+            "select name from pragma_table_list where schema = 'main' and type = 'shadow'"
+        )
+    )
 
 
 def _clear(conn: apsw.Connection) -> None:
@@ -167,7 +241,9 @@ def _clear(conn: apsw.Connection) -> None:
     for (name,) in all_rows(
         conn.execute("select name from temp.sqlite_schema where type = 'table' and sql is not null")
     ):
-        if name.lower().startswith("_chronos_e") or name.lower() in copies:
+        if name.lower().startswith(("_chronos_e", "_chronos_x", "_chronos_l")) or (
+            name.lower() in copies
+        ):
             conn.execute(f"drop table temp.{quote_ident(name)}")  # (an FTS5 copy: made anew)
 
 
@@ -203,6 +279,7 @@ def keep_view(session: Session, name: str, most: int = 32) -> None:
         old = session.kept.pop(0)
         session.own_temp.discard(old)
         session.conn.execute(f"drop view if exists temp.{quote_ident(old)}")
+    session.temp_version = one_row(session.conn.execute("pragma temp.schema_version"))[0]
 
 
 def end_call(session: Session, keep_temp: bool = False) -> None:
@@ -212,7 +289,7 @@ def end_call(session: Session, keep_temp: bool = False) -> None:
     if session.world is not None:
         conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
         conn.execute("DELETE FROM temp._chronos_given")
-        if session.copies and session.world.id:  # (what this connection wrote, its copies have)
+        if session.world.id:  # (what this connection wrote, what it derives has)
             session.seen = worlds.version_of(conn, session.world.id)
     if keep_temp or one_row(conn.execute("pragma temp.schema_version"))[0] == session.temp_version:
         return

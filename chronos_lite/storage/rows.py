@@ -13,7 +13,7 @@ import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
 from ..sqltext import at_most, quote_ident
-from . import events, faults, worlds, worldsql
+from . import events, faults, placement, worlds, worldsql
 from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
@@ -23,10 +23,16 @@ from .worlds import World
 from .worldviews import key_view
 
 
-def _source(session: Session, n: int, t: TableInfo) -> tuple[str, str]:
-    """The relation to read/write the table through, and the name of its key column there."""
+def _source(session: Session, n: int, t: TableInfo, write: bool = False) -> tuple[str, str]:
+    """The relation to read (or ``write``) the table through, and the name of its key column
+    there: a world's table it reads as main's own is main's, until a write makes it the
+    world's."""
     if session.world is None:
         return f"main.{quote_ident(t.name)}", "rowid"
+    if n not in session.materialized and not session.past:  # (a past is all views)
+        if not write:
+            return f"main.{quote_ident(t.stored)}", "rowid"
+        placement.materialize(session, n)
     if t.key_kind == "rowid":
         return f"temp.{key_view(n)}", quote_ident(ROWID_COL)
     return f"temp.{quote_ident(t.name)}", ""
@@ -52,7 +58,7 @@ def write_row(
     takes a rowid of its own (the one it had may name an unrelated row here). Returns the row's
     key on the branch (None: a fresh rowid on a world, not known)."""
     conn = session.conn
-    source, rowid_col = _source(session, n, t)
+    source, rowid_col = _source(session, n, t, write=True)
     where = _key_condition(t, rowid_col)
     if row is None:
         conn.execute(f"delete from {source} where {where}", key)
@@ -135,7 +141,7 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
     row = _check_record(t, record, key, id_text)
-    source, rowid_col = _source(session, n, t)
+    source, rowid_col = _source(session, n, t, write=True)
     cols = list(row)
     values = list(row.values())
     if t.key_kind == "rowid":
@@ -157,7 +163,7 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
     session = db.session(branch)
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
-    source, rowid_col = _source(session, n, t)
+    source, rowid_col = _source(session, n, t, write=True)
 
     def run(conn: apsw.Connection) -> None:
         cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)
@@ -268,7 +274,7 @@ def overlay_entry(
 
 def view_row(session: Session, n: int, t: TableInfo, key: tuple) -> dict | None:
     """A row as the session's branch sees it."""
-    if session.world is None:
+    if session.world is None or (not session.past and n not in session.materialized):
         return main_row(session.conn, t, key)
     cols = ", ".join(quote_ident(c) for c in t.column_names)
     if t.key_kind == "rowid":

@@ -24,10 +24,14 @@ class Session:
     # AS OF statements rewritten to name kept views: (text, schema, world) -> (sql, valid until)
     rewrites: dict[tuple, tuple[str, float]] = field(default_factory=dict)
     schema: BranchSchema | None = None  # what a world's connection is placed on
-    # A world's copies of FTS5 tables hold its rows as this connection last saw them: the
-    # world's version then (another connection's write makes them stale: placed again)
-    copies: bool = False
+    # What a world's connection derives from the file (materialized tables, FTS5 copies)
+    # holds the world as this connection last saw it: the world's version then (another
+    # connection's write makes it stale: placed again), main's history per table, the
+    # file's data_version (unchanged: nobody else wrote since)
     seen: int | None = None
+    materialized: set[int] = field(default_factory=set)
+    synced: dict[int, int] = field(default_factory=dict)
+    data_version: int | None = None
 
     @property
     def branch(self) -> str:

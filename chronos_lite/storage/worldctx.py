@@ -40,7 +40,9 @@ CTX_DDL = (
     # The app's triggers running now (a trigger doesn't fire itself again, as on main).
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_active(id INTEGER, frame INTEGER);"
     # Rows of events whose BEFORE triggers all ran (a RAISE(IGNORE) stops them short).
-    "CREATE TEMP TABLE IF NOT EXISTS _chronos_done(events TEXT, frame INTEGER)"
+    "CREATE TEMP TABLE IF NOT EXISTS _chronos_done(events TEXT, frame INTEGER);"
+    # Keys main changed since a world's fork, being pinned as they were then (worldstate).
+    "CREATE TEMP TABLE IF NOT EXISTS _chronos_pins(k TEXT PRIMARY KEY) WITHOUT ROWID"
 )
 SKIPPING = f"(SELECT skip FROM {CTX})"
 DEPTH_UP = f"UPDATE {CTX} SET depth = depth + 1"

@@ -299,9 +299,9 @@ def link(fk: ForeignKey, tables: dict[str, tuple[int, TableInfo]], schema: str =
     parent = by_lower.get(fk.parent.lower())
     child_view = f"{schema}.{quote_ident(child.stored if child else fk.child)}"
     parent_view = f"{schema}.{quote_ident(parent.stored if parent else fk.parent)}"
-    if schema == "temp":  # (a world reads its tables through views named like them)
-        child_view = f"temp.{quote_ident(child.name if child else fk.child)}"
-        parent_view = f"temp.{quote_ident(parent.name if parent else fk.parent)}"
+    if schema == "temp":  # (a world's view of a table, or main's own: named like it)
+        child_view = quote_ident(child.name if child else fk.child)
+        parent_view = quote_ident(parent.name if parent else fk.parent)
     mismatch = None
     if child is not None:
         fk = replace(fk, columns=_real(child, fk.columns))

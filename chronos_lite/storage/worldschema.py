@@ -214,6 +214,10 @@ class BranchSchema:
     triggers: tuple[UserTrigger, ...] = ()
     views: tuple[tuple[str, str], ...] = ()
     hidden: tuple[str, ...] = ()
+    indexes: tuple[tuple[str, str], ...] = ()  # (table, CREATE INDEX statement)
+
+    def indexes_on(self, table: str) -> list[str]:
+        return [sql for on, sql in self.indexes if on.lower() == table.lower()]
 
 
 def main_objects(conn: apsw.Connection) -> list[tuple[str, str, str]]:
@@ -288,15 +292,27 @@ def branch_schema(
             )
         )
         triggers = tuple(read_triggers(db))
+        indexes = _indexes(db)
     finally:
         db.close()
     mine = {name.lower() for name in ruled} | {name.lower() for name, _sql in views}
     theirs = list(main_tables) + [name for kind, name, _sql in main_objects(conn) if kind == "view"]
     hidden = tuple(name for name in theirs if name.lower() not in mine)
-    return BranchSchema(ruled, triggers, views, hidden)
+    return BranchSchema(ruled, triggers, views, hidden, indexes)
 
 
 def main_schema(conn: apsw.Connection, tables: dict[str, tuple[int, TableInfo]]) -> BranchSchema:
     """Main's schema as a branch's: its tables, the app's triggers and views."""
     views = tuple((name, sql) for kind, name, sql in main_objects(conn) if kind == "view")
-    return BranchSchema(tables, tuple(read_triggers(conn)), views)
+    return BranchSchema(tables, tuple(read_triggers(conn)), views, (), _indexes(conn))
+
+
+def _indexes(conn: apsw.Connection) -> tuple[tuple[str, str], ...]:
+    """The app's indexes that have a statement (not those of constraints): (table, sql)."""
+    return tuple(
+        (table, sql)
+        for table, sql in conn.execute(
+            "select tbl_name, sql from main.sqlite_schema where type = 'index' and sql is not "
+            "null and name not like '\\_chronos\\_%' escape '\\' order by rowid"
+        )
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ..sqltext import quote_ident
+from . import worldstate
 from .appschema import UserTrigger
 from .catalog import TableInfo, check_constraints
 from .overlaywrites import remember_entry
@@ -75,39 +76,57 @@ def world_objects(
     base: dict[int, int],
     writable: bool = True,
     at: float | None = None,
+    materialized: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[list[str], set[str]]:
-    """Every TEMP statement that puts a connection on the world (``base``: what it sees of
-    main, per table the last history seq at its fork; a table created since counts from 0),
-    and the names of chronos' own triggers among them (the guard trusts those).
-    Not ``writable``: the views alone (main as it was at a moment: world 0, no overlay)."""
+    """Every TEMP statement that puts a connection on the world, and the names of chronos' own
+    triggers among them (the guard trusts those). Writable: the ``materialized`` tables get
+    their TEMP tables, views and triggers (``table_objects``); the others are main's own.
+    Not ``writable``: every table's view as of ``base`` (main as it was at a moment: world 0,
+    no overlay; or a world at moment ``at``: its history)."""
     out: list[str] = []
     trusted: set[str] = set()
-    writers = world_tables(schema, world) if writable else {}
-    for _name, (n, t) in sorted(schema.tables.items()):
-        seq = base.get(n, 0)
-        if not t.fts_content or not writable:  # (a world's FTS5 table is a copy: placement's)
-            view = view_select(t, n, world, seq, at=at)
-            out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view}")
-        if t.key_kind == "rowid":
-            keyed = view_select(t, n, world, seq, True, at=at)
-            out.append(f"CREATE TEMP VIEW {key_view(n)} AS {keyed}")
-        if not writable:
-            continue
-        wt = writers[n]
-        if check_constraints(t.sql):
-            out += row_table_ddl(t, n)
-        if wt.events is not None:
-            made, names = objects(wt.events)
+    if not writable:
+        for _name, (n, t) in sorted(schema.tables.items()):
+            seq = base.get(n, 0)
+            out.append(
+                f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq, at=at)}"
+            )
+            if t.key_kind == "rowid":
+                keyed = view_select(t, n, world, seq, True, at=at)
+                out.append(f"CREATE TEMP VIEW {key_view(n)} AS {keyed}")
+        return out, trusted
+    writers = world_tables(schema, world)
+    for _name, (n, _t) in sorted(schema.tables.items()):
+        if n in materialized:
+            made, names = table_objects(schema, writers[n])
             out += made
             trusted |= names
-        out += [insert_trigger(wt), update_trigger(wt), delete_trigger(wt)]
-        if t.key_kind == "rowid" and not t.fts_content:
-            out += forward_triggers(wt)
-        trusted.update(world_trigger_names(n))
-        if wt.events is not None and wt.events.watched:
-            made, names = markers(wt.events, quote_ident(t.name))
-            out += made
-            trusted |= names
+    return out, trusted
+
+
+def table_objects(schema: BranchSchema, wt: WorldTable) -> tuple[list[str], set[str]]:
+    """A materialized table's objects: its TEMP tables, its views, the triggers that write it
+    (and the app's, on their event tables); and chronos' trigger names among them."""
+    t, n = wt.t, wt.n
+    out = worldstate.tables_ddl(t, n, schema.indexes_on(t.name))
+    trusted = set(world_trigger_names(n))
+    if not t.fts_content:  # (a world's FTS5 table is a copy: placement's)
+        out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {worldstate.view_select(t, n)}")
+    if t.key_kind == "rowid":
+        out.append(f"CREATE TEMP VIEW {key_view(n)} AS {worldstate.view_select(t, n, True)}")
+    if check_constraints(t.sql):
+        out += row_table_ddl(t, n)
+    if wt.events is not None:
+        made, names = objects(wt.events)
+        out += made
+        trusted |= names
+    out += [insert_trigger(wt), update_trigger(wt), delete_trigger(wt)]
+    if t.key_kind == "rowid" and not t.fts_content:
+        out += forward_triggers(wt)
+    if wt.events is not None and wt.events.watched:
+        made, names = markers(wt.events, quote_ident(t.name))
+        out += made
+        trusted |= names
     return out, trusted
 
 

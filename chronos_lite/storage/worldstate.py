@@ -1,0 +1,189 @@
+"""How a world's connection shows each table: as main's own table, or materialized.
+
+* **Untouched**: the world has no row of its own in the table, and main hasn't changed it
+  since the fork. The world reads main's table itself (no view: the name resolves to it), so
+  every query shape costs what it costs on main. A statement about to write it makes it
+  materialized first (the guard finds the write; the statement then runs again).
+* **Materialized**: two TEMP tables on the connection, derived from the file, and a view named
+  like the table over main's table and them:
+
+      _chronos_x<n>  the keys whose main row the world doesn't show as it is now: the keys the
+                     world wrote (its overlay entries), and the keys main changed since the
+                     fork ("pins": the world sees those rows as they were at the fork)
+      _chronos_l<n>  the world's rows for those keys: its overlay's rows, and the pinned rows
+                     as of the fork; main's column types, main's indexes mirrored
+
+      view = main's rows whose key isn't in _chronos_x<n>  ∪  _chronos_l<n>
+
+  Two plain arms: no correlated probe of history or overlay per row, a lookup by key or index
+  is a probe of each, and SQLite merges the view into a join (each measured: the study in
+  benchmarks/). The overlay stays the truth in the file; the world's triggers write it and
+  these tables together, and a connection that finds the world changed by another, or main's
+  history moved, brings them up to date (``pin``) or makes them again.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from ..sqltext import quote_ident, tokens
+from .catalog import ROWID_COL, TableInfo
+from .fetch import one_row
+from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+
+
+def hidden_table(n: int) -> str:
+    return f"_chronos_x{n}"
+
+
+def live_table(n: int) -> str:
+    return f"_chronos_l{n}"
+
+
+def _keys(t: TableInfo) -> list[str]:
+    return [quote_ident(c) for c in t.key_cols]
+
+
+def _row(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
+def _key_decl(t: TableInfo) -> tuple[str, bool]:
+    """The key's columns for a TEMP table, and whether it is a rowid key."""
+    if t.key_kind in ("int", "rowid"):
+        return f"{_keys(t)[0]} INTEGER PRIMARY KEY", True
+    by_name = {c.name: c for c in t.columns}
+    cols = ", ".join(f"{quote_ident(c)} {by_name[c].decltype}".rstrip() for c in t.key_cols)
+    return f"{cols}, PRIMARY KEY ({', '.join(_keys(t))})", False
+
+
+def tables_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
+    """The TEMP tables of a materialized table (``indexes``: main's CREATE INDEX statements
+    on it, mirrored on the live rows, uniqueness left to the world's triggers)."""
+    key, rowid = _key_decl(t)
+    tail = "" if rowid else " WITHOUT ROWID"
+    out = [f"CREATE TEMP TABLE {hidden_table(n)}({key}){tail}"]
+    cols = []
+    for c in t.columns:
+        if t.key_kind == "int" and c.name == t.pk[0]:
+            cols.append(f"{quote_ident(c.name)} INTEGER PRIMARY KEY")
+        else:
+            cols.append(f"{quote_ident(c.name)} {c.decltype}".rstrip())
+    if t.key_kind == "rowid":
+        cols.append(f"{quote_ident(ROWID_COL)} INTEGER PRIMARY KEY")
+    elif t.key_kind != "int":
+        cols.append(f"PRIMARY KEY ({', '.join(_keys(t))})")
+    out.append(f"CREATE TEMP TABLE {live_table(n)}({', '.join(cols)}){tail}")
+    for i, sql in enumerate(indexes):
+        mirrored = _mirror(sql, f"_chronos_l{n}_i{i}", live_table(n))
+        if mirrored:
+            out.append(mirrored)
+    return out
+
+
+def _mirror(sql: str, name: str, table: str) -> str | None:
+    """An index of main's table as a plain TEMP index on the live rows."""
+    found = tokens(sql)
+    on = next(
+        (i for i, (w, k, _s, _e) in enumerate(found) if k == "word" and w.upper() == "ON"), None
+    )
+    if on is None:
+        return None
+    paren = next((i for i in range(on, len(found)) if found[i][:2] == ("(", "punct")), None)
+    if paren is None:
+        return None
+    return f"CREATE INDEX temp.{quote_ident(name)} ON {table}{sql[found[paren][2] :]}"
+
+
+def view_select(t: TableInfo, n: int, with_rowid: bool = False) -> str:
+    """A materialized table's rows: main's whose key isn't hidden, and the live ones (a
+    generated column computed from the world's own values)."""
+    main_key = f"_m.{_keys(t)[0]}" if t.key_kind == "int" else None
+    if t.key_kind == "rowid":
+        main_key = "_m.rowid"
+    elif t.key_kind in ("single", "composite"):
+        main_key = _row([f"_m.{quote_ident(c)}" for c in t.pk])
+    rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
+    hidden = f"{main_key} NOT IN (SELECT {', '.join(_keys(t))} FROM temp.{hidden_table(n)})"
+    if t.key_kind in ("single", "composite"):  # (SQLite's legacy NULL keys: main's alone)
+        nulls = " OR ".join(f"_m.{quote_ident(c)} IS NULL" for c in t.pk)
+        hidden = f"({nulls} OR {hidden})"
+    main_arm = (
+        f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"WHERE {hidden}"
+    )
+    own = ", ".join(
+        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
+        for c in t.columns
+    ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+    return f"{main_arm} UNION ALL SELECT {own} FROM temp.{live_table(n)}"
+
+
+def differs(conn: apsw.Connection, n: int, world: int, seq: int) -> bool:
+    """Whether the world's rows of a table aren't main's now: it holds rows of its own, or main
+    changed the table since the fork (``seq``: its history then)."""
+    if (
+        one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))[0]
+        > seq
+    ):
+        return True
+    found = conn.execute(
+        f"select 1 from main.{overlay_table(n)} where {WORLD} = ? limit 1", (world,)
+    ).fetchall()
+    return bool(found)
+
+
+def fill(conn: apsw.Connection, t: TableInfo, n: int, world: int, seq: int) -> int:
+    """The TEMP tables from the file: the world's overlay, and main's rows as of the fork for
+    the keys main changed since. Returns main's history position they are pinned to."""
+    keys = ", ".join(_keys(t))
+    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    rowid = f", {quote_ident(ROWID_COL)}" if t.key_kind == "rowid" else ""
+    o = f"main.{overlay_table(n)}"
+    conn.execute(f"DELETE FROM temp.{hidden_table(n)}")
+    conn.execute(f"DELETE FROM temp.{live_table(n)}")
+    conn.execute(
+        f"INSERT INTO temp.{hidden_table(n)}({keys}) SELECT {keys} FROM {o} WHERE {WORLD} = ?",
+        (world,),
+    )
+    conn.execute(
+        f"INSERT INTO temp.{live_table(n)}({cols}{rowid}) SELECT {cols}{rowid} FROM {o} "
+        f"WHERE {WORLD} = ? AND {DEAD} = 0",
+        (world,),
+    )
+    return pin(conn, t, n, seq, seq)
+
+
+def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> int:
+    """Hide main's rows it changed after ``since`` whose keys the world doesn't hold yet, and
+    show them as they were at the fork (history position ``seq``). Returns the position now."""
+    h = f"main.{history_table(n)}"
+    now = one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from {h}"))[0]
+    if now <= since:
+        return since
+    keys = _keys(t)
+    x = f"temp.{hidden_table(n)}"
+    picked = ", ".join(f"json_extract(k, '$[{i}]')" for i in range(len(keys)))
+    conn.execute("DELETE FROM temp._chronos_pins")
+    conn.execute(  # (keys as JSON arrays: one column whatever the key's shape)
+        f"INSERT INTO temp._chronos_pins(k) SELECT DISTINCT json_array({', '.join(keys)}) "
+        f"FROM {h} WHERE {SEQ} > ? AND {_row(keys)} NOT IN (SELECT {', '.join(keys)} FROM {x})",
+        (since,),
+    )
+    conn.execute(f"INSERT INTO {x}({', '.join(keys)}) SELECT {picked} FROM temp._chronos_pins")
+    names = [quote_ident(c) for c in t.column_names]
+    if t.key_kind == "rowid":
+        names.append(quote_ident(ROWID_COL))
+    same = " AND ".join(f"h2.{k} = h.{k}" for k in keys)
+    first = (  # the key's first history record after the fork: its row then (op 1)
+        f"h.{SEQ} > ? AND NOT EXISTS (SELECT 1 FROM {h} AS h2 "
+        f"WHERE {same} AND h2.{SEQ} > ? AND h2.{SEQ} < h.{SEQ})"
+    )
+    conn.execute(
+        f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) "
+        f"SELECT {', '.join('h.' + c for c in names)} FROM {h} AS h WHERE h.{OP} = 1 "
+        f"AND json_array({', '.join('h.' + k for k in keys)}) IN "
+        f"(SELECT k FROM temp._chronos_pins) AND {first}",
+        (seq, seq),
+    )
+    return now
