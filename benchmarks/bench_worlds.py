@@ -1,27 +1,34 @@
 #!/usr/bin/env python3
-"""Benchmarks for chronos_lite worlds, each figure a ratio against plain SQLite.
+"""Benchmarks for chronos_lite worlds, each figure a ratio against main or plain SQLite.
 
 What is measured (see benchmarks/README.md for the targets and a recorded run):
 
 1. fork: median time of ``db.fork(name)`` on a small and on a big table. A fork is one row
    in ``_chronos_worlds``, so it must not grow with the table.
-2. reads in a world with 1% of its rows changed, at depth 1 (forked from main) and depth 8
-   (a chain of 8 worlds, each making 1/8 of the changes, so the deepest sees all of them):
-   full scan (summed inside SQLite, and every row fetched to the client), point lookups by
-   primary key, and an aggregate over an indexed category. The base is the same query on main
-   (chronos' main connection: plain tables, no views).
-3. writes in a world: rows/s of a batch of single-row INSERTs and of single-row UPDATEs by
-   primary key (executemany, one transaction) on a world, against the same on a plain file.
-4. writes to main with 100 open worlds (and with none): the same batches on main.
+2. reads: every query shape of issue 13 (point lookup, a range over an index, sum, count(*),
+   a two-table join, ``order by id limit 100 offset <half>``) on main and on four worlds of
+   it: a table *untouched* (neither side changed it since the fork) or *changed* (the world
+   changed 1% of its rows), each at depth 1 (forked from main) and depth 8 (a chain of 8
+   worlds, each making 1/8 of the changes), at two table sizes. The base is the same query
+   on main in the same run; every world's answer is checked against a plain copy first.
+3. joins: a join by key of 2 and of 5 tables (20k rows each, 1% of each changed) picking
+   one row, the same four worlds against main; and the 5-table join's ratio over the
+   2-table join's.
+4. writes: rows/s of single-row INSERTs and UPDATEs (executemany, one transaction) on a
+   world against a plain file, on ``items`` and on a table with NOT NULL, CHECK, UNIQUE, a
+   foreign key and a trigger writing a log table; and on main with 100 open worlds.
+5. prepare: a statement text never seen before (a unique literal), prepared and run on a
+   world against main, on apsw and through ``db.sql``.
 
-Why ratios, and why the best of interleaved rounds: this machine is shared and noisy. Raw
-SQLite is measured in the same run, round by round next to chronos, and each side keeps its
+Why ratios, and why the best of interleaved rounds: this machine is shared and noisy. The
+base is measured in the same run, round by round next to chronos, and each side keeps its
 fastest round, so a busy neighbour slows both sides rather than skewing one.
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/bench_worlds.py            # full sizes, a few minutes
-    .venv/bin/python benchmarks/bench_worlds.py --quick    # small sizes, seconds
+    .venv/bin/python benchmarks/bench_worlds.py                # full sizes (1M and 5M rows)
+    .venv/bin/python benchmarks/bench_worlds.py --quick        # small sizes, under a minute
+    .venv/bin/python benchmarks/bench_worlds.py --only joins   # one section (or a list: a,b)
     .venv/bin/python benchmarks/bench_worlds.py --json out.json
 
 A missed target prints MISS; the exit status stays 0.
@@ -29,24 +36,22 @@ A missed target prints MISS; the exit status stays 0.
 
 from __future__ import annotations
 
-import math
+import itertools
 import random
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import apsw
 from common import (
-    CATEGORIES,
     Figure,
-    apply,
     arguments,
     best_of,
     best_of_batches,
     build_plain,
-    change_plan,
     environment,
     figure,
     in_transaction,
@@ -60,6 +65,32 @@ from common import (
     write_batches,
     write_json,
 )
+from world_fixtures import (
+    CHAIN,
+    DEPTHS,
+    ITEMS,
+    ORDERS,
+    STRICT_TABLES,
+    TEXTS,
+    Filled,
+    Shape,
+    WorldWriter,
+    adopt,
+    apply_plans,
+    apsw_job,
+    build_file,
+    build_strict,
+    key_join,
+    logged,
+    make_worlds,
+    plain_copy,
+    plans_for,
+    run,
+    sql_job,
+    strict_batches,
+    table_shapes,
+    wrong_answers,
+)
 
 import chronos_lite
 
@@ -69,22 +100,34 @@ class Sizes:
     fork_small: int  # rows in the table of the small fork database
     fork_big: int  # ... and of the big one
     forks: int  # forks timed per database (the median is kept)
-    read_rows: int  # rows in the table read by the world read benchmarks
+    read_rows: tuple[int, ...]  # rows in items, one database each (orders: a tenth of it)
     lookups: int  # point lookups per round
+    big_lookups: int  # ... at the largest size
+    chain_rows: int  # rows in each table of the key joins
+    join_lookups: int  # key joins per round
     write_rows: int  # rows already in the table the write batches go to
     batch: int  # rows per write batch
+    texts: int  # new statement texts per round (prepare)
     rounds: int  # interleaved rounds; each side keeps its fastest
+    big_rounds: int  # ... at the largest read size
 
 
-FULL = Sizes(10_000, 1_000_000, 41, 200_000, 2_000, 100_000, 5_000, 5)
-QUICK = Sizes(1_000, 100_000, 15, 10_000, 300, 10_000, 1_000, 3)
-
-
-def adopt(plain: Path, folder: Path) -> chronos_lite.Chronos:
-    """A chronos database whose main is a copy of ``plain`` (no history written)."""
-    return chronos_lite.init(folder, from_file=plain)
-
-
+FULL = Sizes(
+    10_000,
+    1_000_000,
+    41,
+    (1_000_000, 5_000_000),
+    2_000,
+    1_000,
+    20_000,
+    2_000,
+    100_000,
+    5_000,
+    100,
+    5,
+    3,
+)
+QUICK = Sizes(1_000, 100_000, 15, (10_000, 50_000), 300, 300, 5_000, 300, 10_000, 1_000, 50, 5, 5)
 # --- 1. fork --------------------------------------------------------------------------------
 
 
@@ -132,113 +175,150 @@ def bench_fork(sizes: Sizes, work: Path) -> list[Figure]:
     return figures
 
 
-# --- 2. reads in a world --------------------------------------------------------------------
+# --- 2 and 3. reads and joins ---------------------------------------------------------------
 
 
-def read_jobs(conn: apsw.Connection, ids: list[int], cats: list[int]) -> dict[str, Callable]:
-    def scan() -> None:
-        conn.execute("select sum(price) from items").fetchall()
+def target_for(name: str, shape: Shape) -> float | None:
+    return 1.05 if name.startswith("untouched") else shape.changed
 
-    def fetch_all() -> None:
-        conn.execute("select * from items").fetchall()
 
-    def lookups() -> None:
-        for i in ids:
-            conn.execute("select * from items where id = ?", (i,)).fetchall()
+def measure(
+    conns: dict[str, apsw.Connection],
+    copies: dict[str, apsw.Connection],
+    shapes: list[Shape],
+    rounds: int,
+    tag: str,
+) -> tuple[list[Figure], dict[tuple[str, str], float]]:
+    """Each shape on main and on each world, interleaved, best of ``rounds``; figures against
+    main, and the ratios by (world, shape). A world whose answer differs from its plain copy
+    (or main's, from the file's) gets MISS whatever its time."""
+    bad = wrong_answers(conns, copies, shapes)  # (also warms the caches)
+    figures, ratios = [], {}
+    for shape in shapes:
+        jobs = {
+            name: (lambda conn=conn, shape=shape: timed(lambda: run(conn, shape)))
+            for name, conn in conns.items()
+        }
+        best = best_of(rounds, jobs)
+        per = len(shape.params) if shape.params else 1
+        unit, scale = ("us", 1e6) if best["main"] / per < 1e-3 else ("ms", 1e3)
+        base = best["main"] / per * scale
+        for name in conns:
+            if name == "main":
+                continue
+            value = best[name] / per * scale
+            ratios[(name, shape.name)] = value / base
+            f = figure(
+                f"{shape.name}, {tag}, {name}",
+                unit,
+                value,
+                base,
+                "same query on main",
+                at_most=target_for(name, shape),
+            )
+            if (name, shape.name) in bad or ("main", shape.name) in bad:
+                f.name, f.passed = f.name + " WRONG ANSWER", False
+            figures.append(f)
+    return figures, ratios
 
-    def aggregates() -> None:
-        for c in cats:
-            conn.execute(
-                "select count(*), avg(price) from items where category = ?", (c,)
-            ).fetchall()
 
-    return {
-        "full scan": scan,
-        "full scan, rows to the client": fetch_all,
-        "point lookup": lookups,
-        "filtered aggregate": aggregates,
+def close_all(db: chronos_lite.Chronos, copies: dict[str, apsw.Connection]) -> None:
+    for conn in copies.values():
+        conn.close()
+    db.close()
+
+
+def bench_table(n: int, lookups: int, rounds: int, work: Path) -> list[Figure]:
+    """The single-table shapes and the items-orders join at ``n`` rows of items."""
+    tables = [Filled(ITEMS, n), Filled(ORDERS, n // 10, n)]
+    plain = build_file(work / f"reads{n}.sqlite", tables)
+    plans = plans_for(tables, seed=2)
+    db = adopt(plain, work / f"reads{n}")
+    conns = make_worlds(db, plans)
+    copies = {
+        "untouched": raw_copy(plain, work / f"reads{n}-plain.sqlite"),
+        "changed": plain_copy(plain, work / f"reads{n}-changed.sqlite", plans),
     }
-
-
-def check_same(conns: dict[str, apsw.Connection]) -> None:
-    """Both worlds hold the same changes: their totals must agree (else the setup is wrong)."""
-    q = "select count(*), sum(price) from items"
-    totals = {name: conn.execute(q).fetchone() for name, conn in conns.items()}
-    (n1, s1), (n8, s8) = totals["depth 1"], totals["depth 8"]
-    if n1 != n8 or not math.isclose(s1, s8, rel_tol=1e-9):
-        print(f"warning: worlds disagree: {totals}", file=sys.stderr)
+    figures, _ = measure(
+        conns, copies, table_shapes(n, lookups, random.Random(5)), rounds, label(n)
+    )
+    close_all(db, copies)
+    return figures
 
 
 def bench_reads(sizes: Sizes, work: Path) -> list[Figure]:
-    n = sizes.read_rows
-    db = adopt(build_plain(work / "reads.sqlite", n, index=True), work / "reads")
-    rng = random.Random(2)
-    plan = change_plan(n, rng)
-    db.fork("depth1")
-    apply(db, "depth1", plan)
-    parent = None
-    for d in range(1, 9):  # the chain: each world makes 1/8 of the changes
-        db.fork(f"chain{d}", parent)
-        apply(db, f"chain{d}", plan[d - 1 :: 8])
-        parent = f"chain{d}"
-    conns = {
-        "main": db.session("main").conn,
-        "depth 1": db.session("depth1").conn,
-        "depth 8": db.session("chain8").conn,
-    }
-    check_same(conns)
-    ids = [rng.randrange(1, n + 1) for _ in range(sizes.lookups)]
-    cats = rng.sample(range(CATEGORIES), 10)
-    jobs = {
-        (branch, q): (lambda fn=fn: timed(fn))
-        for branch, conn in conns.items()
-        for q, fn in read_jobs(conn, ids, cats).items()
-    }
-    # The lookups take most of the time; the short queries get more rounds to find their best.
-    lookups = {key: job for key, job in jobs.items() if key[1] == "point lookup"}
-    others = {key: job for key, job in jobs.items() if key[1] != "point lookup"}
-    best = best_of(sizes.rounds + 2, lookups) | best_of(3 * (sizes.rounds + 2), others)
-    db.close()
     figures = []
-    per = {
-        "full scan": (1, "ms", 1e3, 1.3),
-        "full scan, rows to the client": (1, "ms", 1e3, 1.3),
-        "point lookup": (len(ids), "us", 1e6, 1.3),
-        "filtered aggregate": (len(cats), "ms", 1e3, 1.5),
+    for n in sizes.read_rows:
+        big = n == max(sizes.read_rows)
+        start = time.perf_counter()
+        figures += bench_table(
+            n,
+            sizes.big_lookups if big else sizes.lookups,
+            sizes.big_rounds if big else sizes.rounds,
+            work,
+        )
+        print(f"    {label(n)} rows: {time.perf_counter() - start:.1f} s", flush=True)
+    return figures
+
+
+def bench_joins(sizes: Sizes, work: Path) -> list[Figure]:
+    """Joins by key of c1..c2 and c1..c5 picking one row; the 5-table join's ratio to main
+    over the 2-table join's, on the changed worlds."""
+    n = sizes.chain_rows
+    tables = [Filled(t, n, n) for t in CHAIN]
+    plain = build_file(work / "chain.sqlite", tables)
+    plans = plans_for(tables, seed=6)
+    db = adopt(plain, work / "chain")
+    conns = make_worlds(db, plans)
+    copies = {
+        "untouched": raw_copy(plain, work / "chain-plain.sqlite"),
+        "changed": plain_copy(plain, work / "chain-changed.sqlite", plans),
     }
-    for q, (count, unit, scale, limit) in per.items():
-        base = best[("main", q)] / count * scale
-        for depth in ("depth 1", "depth 8"):
-            value = best[(depth, q)] / count * scale
+    rng = random.Random(7)
+    ids = [(rng.randrange(1, n + 1),) for _ in range(sizes.join_lookups)]
+    shapes = [key_join(2, ids, 3), key_join(5, ids, None)]
+    figures, ratios = measure(conns, copies, shapes, sizes.rounds + 2, label(n))
+    for depth in DEPTHS:
+        name = f"changed, depth {depth}"
+        r5, r2 = ratios[(name, "key join 5 tables")], ratios[(name, "key join 2 tables")]
+        figures.append(
+            figure(
+                f"key join 5 / key join 2, {name}",
+                "x",
+                r5,
+                r2,
+                "key join 2's ratio",
+                at_most=1.5,
+            )
+        )
+    close_all(db, copies)
+    return figures
+
+
+# --- 4. writes ------------------------------------------------------------------------------
+
+
+def rate_figures(
+    best: dict[tuple[str, str], float], batch: int, targets: dict[str, float | None], what: str
+) -> list[Figure]:
+    figures = []
+    for kind in ("insert", "update"):
+        raw_rate = batch / best[("raw", kind)]
+        for w, limit in targets.items():
             figures.append(
                 figure(
-                    f"{q}, world {depth}", unit, value, base, "same query on main", at_most=limit
+                    f"{kind} rows/s{what}, {w}",
+                    "rows/s",
+                    batch / best[(w, kind)],
+                    raw_rate,
+                    "raw SQLite file",
+                    at_least=limit,
                 )
             )
     return figures
 
 
-# --- 3 and 4. writes ------------------------------------------------------------------------
-
-
-class WorldWriter:
-    """Times a batch on a world freshly forked from main (the fork is not timed)."""
-
-    def __init__(self, db: chronos_lite.Chronos) -> None:
-        self.db = db
-        self.count = 0
-
-    def __call__(self, sql: str, params: list[tuple]) -> float:
-        self.count += 1
-        name = f"writer{self.count}"
-        self.db.fork(name)
-        session = self.db.writable(self.db.session(name), "items")
-        seconds = in_transaction(session.conn, sql, params)
-        self.db.discard(name)
-        return seconds
-
-
-def bench_writes(sizes: Sizes, work: Path) -> list[Figure]:
+def bench_item_writes(sizes: Sizes, work: Path) -> list[Figure]:
     plain = build_plain(work / "writes.sqlite", sizes.write_rows)
     raw = raw_copy(plain, work / "writes-raw.sqlite")
     in_world = adopt(plain, work / "writes-world")
@@ -260,56 +340,115 @@ def bench_writes(sizes: Sizes, work: Path) -> list[Figure]:
     for db in (in_world, main0, main100):
         db.close()
     targets = {"world": 1 / 3, "main, 0 worlds": None, "main, 100 worlds": 1 / 4}
+    return rate_figures(best, sizes.batch, targets, "")
+
+
+def bench_strict_writes(sizes: Sizes, work: Path) -> list[Figure]:
+    plain = build_strict(work / "strict.sqlite", sizes.write_rows)
+    raw = raw_copy(plain, work / "strict-raw.sqlite")
+    in_world = adopt(plain, work / "strict-world")
+    writers: dict[str, Callable[[str, list[tuple]], float]] = {
+        "raw": lambda sql, p: in_transaction(raw, sql, p),
+        "world": WorldWriter(in_world, STRICT_TABLES, logged),
+    }
+    rng, names = random.Random(8), itertools.count()
+    best = best_of_batches(
+        sizes.rounds,
+        writers,
+        lambda: strict_batches(sizes.batch, sizes.write_rows, rng, names),
+    )
+    raw.close()
+    in_world.close()
+    return rate_figures(best, sizes.batch, {"world": 1 / 4}, " with constraints and a trigger")
+
+
+def bench_writes(sizes: Sizes, work: Path) -> list[Figure]:
+    return bench_item_writes(sizes, work) + bench_strict_writes(sizes, work)
+
+
+# --- 5. prepare -----------------------------------------------------------------------------
+
+
+def bench_prepare(sizes: Sizes, work: Path) -> list[Figure]:
+    """A new statement text on a world whose ``items`` changed 1% against main: prepared and
+    run with apsw (no statement cache can help), and ``db.sql`` of a new select."""
+    tables = [Filled(ITEMS, sizes.write_rows)]
+    db = adopt(build_file(work / "prepare.sqlite", tables), work / "prepare")
+    db.fork("w")
+    apply_plans(db, "w", plans_for(tables, seed=9))
+    conns = {"main": db.session("main").conn, "world": db.session("w").conn}
+    n, count = itertools.count(1), sizes.texts
+    jobs = {
+        kind: {b: apsw_job(c, text, count, n) for b, c in conns.items()}
+        for kind, text in TEXTS.items()
+    }
+    jobs["db.sql select"] = {b: sql_job(db, b if b == "main" else "w", count, n) for b in conns}
     figures = []
-    for kind in ("insert", "update"):
-        raw_rate = sizes.batch / best[("raw", kind)]
-        for w, limit in targets.items():
-            rate = sizes.batch / best[(w, kind)]
-            figures.append(
-                figure(
-                    f"{kind} rows/s, {w}",
-                    "rows/s",
-                    rate,
-                    raw_rate,
-                    "raw SQLite file",
-                    at_least=limit,
-                )
+    for kind, pair in jobs.items():
+        best = best_of(sizes.rounds + 2, pair)
+        figures.append(
+            figure(
+                f"new statement text, {kind}, changed table",
+                "us",
+                best["world"] / count * 1e6,
+                best["main"] / count * 1e6,
+                "same on main",
+                at_most=2,
             )
+        )
+    db.close()
     return figures
 
 
 # --- output ---------------------------------------------------------------------------------
 
+SECTIONS: dict[str, Callable[[Sizes, Path], list[Figure]]] = {
+    "fork": bench_fork,
+    "reads": bench_reads,
+    "joins": bench_joins,
+    "writes": bench_writes,
+    "prepare": bench_prepare,
+}
+
 
 def header(env: dict) -> str:
     s = env["sizes"]
+    sizes = " and ".join(label(n) for n in s["read_rows"])
+    biggest = label(max(s["read_rows"]))
     return (
         f"chronos_lite {env['chronos_lite']} ({env['revision']}) world benchmarks "
         f"({env['mode']}), {env['date']}\n"
         f"SQLite {env['sqlite']}, apsw {env['apsw']}, Python {env['python']}, "
         f"{env['cpus']} CPUs\n"
         f"fork: median of {s['forks']} forks at {label(s['fork_small'])} and "
-        f"{label(s['fork_big'])} rows; reads: {s['read_rows']:,} rows, 1% changed, "
-        f"{s['lookups']:,} lookups; writes: batches of {s['batch']:,} rows into "
-        f"{s['write_rows']:,}; best of {s['rounds']} interleaved rounds (reads: "
-        f"{s['rounds'] + 2}, scans and aggregates {3 * (s['rounds'] + 2)})"
+        f"{label(s['fork_big'])} rows; reads: items of {sizes} rows (orders a tenth), 1% "
+        f"changed, {s['lookups']:,} lookups ({s['big_lookups']:,} at {biggest}); "
+        f"joins: {label(s['chain_rows'])} rows a table, {s['join_lookups']:,} joins; writes: "
+        f"batches of {s['batch']:,} rows into {s['write_rows']:,}; prepare: "
+        f"{s['texts']} texts a round; best of {s['rounds']} interleaved rounds "
+        f"({s['big_rounds']} at {biggest}; joins and prepare: "
+        f"{s['rounds'] + 2})"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments(__doc__, "small sizes, finishes in seconds").parse_args(argv)
+    parser = arguments(__doc__, "small sizes, under a minute")
+    parser.add_argument(
+        "--only", metavar="SECTION", help=f"comma-separated, of: {', '.join(SECTIONS)}"
+    )
+    args = parser.parse_args(argv)
+    only = args.only.split(",") if args.only else list(SECTIONS)
+    unknown = [s for s in only if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section {', '.join(unknown)}; one of {', '.join(SECTIONS)}")
     sizes = QUICK if args.quick else FULL
-    env = environment(args.quick, sizes)
+    env = environment(args.quick, sizes) | {"sections": only}
     print(header(env), flush=True)
     figures: list[Figure] = []
     with work_folder("run-") as work:
-        for name, bench in (
-            ("fork", bench_fork),
-            ("reads", bench_reads),
-            ("writes", bench_writes),
-        ):
+        for name in only:
             with section(name):
-                figures += bench(sizes, work)
+                figures += SECTIONS[name](sizes, work)
     print()
     print(table(figures))
     print(f"\n{missed(f.passed for f in figures)}")
