@@ -17,14 +17,24 @@ import apsw
 from .. import errors, sqltext
 from ..errors import ChronosError
 from ..history import timetravel
-from ..storage import events, faults, guard, placement, schemasync, worlds, worldschema, worldsql
+from ..storage import (
+    events,
+    faults,
+    guard,
+    placement,
+    schemasync,
+    worldrowid,
+    worlds,
+    worldschema,
+    worldsql,
+)
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.worlds import World
 from . import budget, worldrun
 from . import ddl as world_ddl
-from .worldstmt import adapt_insert
+from .worldstmt import adapt_insert, gives_rowid
 
 
 @dataclass
@@ -283,17 +293,23 @@ def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool)
     """Run a statement (its schema and transaction sides done) and tell what it did."""
     db, session = call.db, call.session
     conn = session.conn
-    if session.world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"]):
+    world = session.world
+    inserts = world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"])
+    if inserts and gives_rowid(db, session, stmt):
+        columns, got = _with_rowid(call, stmt)
+    elif inserts and world is not None:
         adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
         if adapted is not None:
             if adapted.changed:
-                worlds.bump_version(conn, session.world)
+                worlds.bump_version(conn, world)
             if not adapted.columns:
                 return StatementResult(
                     stmt, tag=f"INSERT 0 {adapted.changed}", changed=adapted.changed
                 )
             return StatementResult(stmt, adapted.columns, adapted.rows, changed=adapted.changed)
-    columns, got = _execute(call, stmt)
+        columns, got = _execute(call, stmt)
+    else:
+        columns, got = _execute(call, stmt)
     changed = 0 if ddl or control else worldsql.rows_written(session)
     if changed and session.world is not None:
         worlds.bump_version(conn, session.world)
@@ -322,6 +338,10 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     while True:
         try:
             return _execute_once(call, stmt)
+        except apsw.SQLError as exc:
+            if call.session.world is None or not worldrowid.names_rowid(exc):
+                raise
+            return _with_rowid(call, stmt)
         except _Promote as promote:
             name = promote.name
             why = None if name in promoted else placement.promote(call.session, name)
@@ -329,6 +349,16 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
                 message = why or guard.main_table_message(name)
                 raise ChronosError(message, errors.REFUSED) from None
             promoted.add(name)
+
+
+def _with_rowid(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
+    """A statement naming the rowid of a table the world reads through a view: run again
+    with the views swapped for virtual tables that have one (``worldrowid``)."""
+    saved = worldrowid.swap(call.session)
+    try:
+        return _execute_once(call, stmt)
+    finally:
+        worldrowid.restore(call.session, saved)
 
 
 def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:

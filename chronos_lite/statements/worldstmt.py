@@ -18,7 +18,7 @@ import apsw
 from .. import sqltext
 from ..errors import ChronosError
 from ..sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
-from ..storage import placement, worldsql
+from ..storage import placement, worldschema, worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.worldsql import (
@@ -75,6 +75,40 @@ def adapt_insert(
     return Inserted([d[0] for d in desc], rows, changed)
 
 
+ROWID_NAMES = {"rowid", "oid", "_rowid_"}
+
+
+def gives_rowid(db: Database, session: Session, stmt: str) -> bool:
+    """Whether an INSERT on a world gives the rowid in its column list: a view's INSTEAD OF
+    trigger never sees it, so such a statement runs with ``worldrowid``'s virtual tables (its
+    table made the world's own first). An ON CONFLICT or RETURNING clause with it is refused."""
+    assert session.world is not None and session.schema is not None
+    split = sqltext.split_returning(stmt)
+    body = split[0] if split else stmt
+    name, _alias, end = _target(body)
+    rest = body[end:].lstrip()
+    close = matching_paren(rest, 0) if rest.startswith("(") else None
+    if close is None:
+        return False
+    found = worldschema.find_table(session.schema.tables, name)
+    if found is None:  # (a view of the app's: its own INSTEAD OF triggers see what they see)
+        return False
+    _name, n, t = found
+    real = {c.lower() for c in t.column_names}
+    named = {w.lower() for w, _s, _e in name_tokens(rest[1:close])}
+    if not (named & ROWID_NAMES) - real or t.without_rowid:
+        return False
+    if split or _on_conflict_at(body) is not None:
+        raise ChronosError(
+            f"on a world, an INSERT that gives the rowid takes no ON CONFLICT or RETURNING "
+            f"clause; give the key as its column ({', '.join(t.pk) or 'rowid'}) instead, or "
+            f"split the statement",
+        )
+    if n not in session.materialized:
+        placement.materialize(session, n)
+    return True
+
+
 def _returning_query(t: TableInfo, n: int, exprs: str, alias: str | None) -> str:
     source = f"temp.{key_view(n)}" if t.key_kind == "rowid" else f"temp.{quote_ident(t.name)}"
     cols = ", ".join(f"_s.{quote_ident(c)}" for c in t.column_names)
@@ -98,13 +132,20 @@ def _set_insert_trigger(
 
 def insert_target(head: str) -> tuple[str, str | None]:
     """The table an INSERT writes, and its alias (INSERT INTO t AS x ...)."""
+    name, alias, _end = _target(head)
+    return name, alias
+
+
+def _target(head: str) -> tuple[str, str | None, int]:
+    """The table an INSERT writes, its alias, and where they end in ``head``."""
     tokens = name_tokens(head)
     upper = [w.upper() for w, _, _ in tokens]
     at = upper.index("INTO") + 1
     if upper[at] in ("MAIN", "TEMP") and head[tokens[at][2] : tokens[at][2] + 1] == ".":
         at += 1
-    alias = tokens[at + 2][0] if len(upper) > at + 2 and upper[at + 1] == "AS" else None
-    return tokens[at][0], alias
+    if len(upper) > at + 2 and upper[at + 1] == "AS":
+        return tokens[at][0], tokens[at + 2][0], tokens[at + 2][2]
+    return tokens[at][0], None, tokens[at][2]
 
 
 def _on_conflict_at(body: str) -> int | None:

@@ -81,9 +81,16 @@ def _upsert_clause(t: TableInfo, dead: bool) -> str:
 
 
 def write_row(
-    t: TableInfo, n: int, world: int, key: list[str], values: dict[str, str], go: str
+    t: TableInfo,
+    n: int,
+    world: int,
+    key: list[str],
+    values: dict[str, str],
+    go: str,
+    in_main: str | None = None,
 ) -> list[str]:
-    """The overlay entry of a row written at ``key``, the world's history of it first."""
+    """The overlay entry of a row written at ``key``, the world's history of it first
+    (``in_main``: when main may hold a row at the key, to hide; else always)."""
     o = f"main.{overlay_table(n)}"
     cols = [quote_ident(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
@@ -103,7 +110,7 @@ def write_row(
         f"{_upsert_clause(t, False)}",
         # the connection's materialized tables (worldstate) follow the entry just written
         f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(key)} WHERE {go} "
-        f"ON CONFLICT DO NOTHING",
+        f"{'AND ' + in_main if in_main else ''} ON CONFLICT DO NOTHING",
         f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) SELECT {', '.join(names)} "
         f"FROM {o} WHERE {WORLD} = {world} AND {same} AND {go} "
         f"ON CONFLICT ({kcols}) DO UPDATE SET {sets}",

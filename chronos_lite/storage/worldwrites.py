@@ -281,8 +281,10 @@ def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = Fal
         steps += fire(wt.events, "BEFORE", "INSERT", go, before, f"coalesce({given_key}, -1)")
     else:
         steps += fire(wt.events, "BEFORE", "INSERT", go, values, "NULL")
+    shown_by_main = None  # (a key from the shared counter is past main's: no main row to hide)
     if t.key_kind in ("int", "rowid"):
         raw = values[t.pk[0]] if t.key_kind == "int" else f"NEW.{quote_ident(ROWID_COL)}"
+        shown_by_main = f"({raw}) IS NOT NULL"
         step, new_key = allocate(t, n, raw)
         steps.append(step + f" AND {go}")
         if t.key_kind == "int":
@@ -297,7 +299,7 @@ def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = Fal
     if upsert is not None:
         steps += _upsert_steps(wt, upsert, values, log)
     steps += _uniques(wt, values, key, None, named)
-    steps += write_row(t, n, wt.world, key, values, go)
+    steps += write_row(t, n, wt.world, key, values, go, shown_by_main)
     steps += _fk_added(wt, values, None)
     if log:
         o = f"main.{overlay_table(n)}"
