@@ -34,7 +34,7 @@ from ..storage.catalog import PREFIX, TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.worldschema import find_table
-from ..storage.worldsql import Upsert, insert_trigger, trigger_name, world_table
+from ..storage.worldsql import Upsert, set_insert_triggers, world_table
 from . import ddl as world_ddl
 from .sources import Source, detect_types
 
@@ -409,9 +409,7 @@ class _Writer:
         if self.n not in self.session.materialized:
             placement.materialize(self.session, self.n)
         wt = world_table(self.session.schema, world.id, self.n)
-        kv = self.t.key_kind == "rowid"
-        conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(self.n, 'ii', kv)}")
-        conn.execute(insert_trigger(wt, upsert=upsert))
+        set_insert_triggers(conn, wt, upsert)
         self.swapped = upsert is not None
 
     def close(self) -> None:

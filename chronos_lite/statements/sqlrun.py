@@ -275,11 +275,11 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
     # the last statement's count, and a world's clock must not tick outside the transaction)
     if session.world is not None and not control:
-        tick = call.writes and sqltext.may_write(stmt)
-        mode = sqltext.conflict_mode(stmt)
-        worldsql.begin_world_write(
-            conn, mode, tick, worldrun.deferring(session), worldrun.on_view(session, stmt)
-        )
+        may = sqltext.may_write(stmt)  # (a plain read has no conflict mode, writes no view)
+        tick = call.writes and may
+        mode = sqltext.conflict_mode(stmt) if may else None
+        on_view = may and worldrun.on_view(session, stmt)
+        worldsql.begin_world_write(conn, mode, tick, worldrun.deferring(session), on_view)
         if tick:
             worldrun.name_columns(session, stmt)
             return worldrun.keys_kept(conn, lambda: _written(call, stmt, words, bool(ddl), control))

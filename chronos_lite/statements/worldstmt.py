@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import apsw
-
 from .. import sqltext
 from ..errors import ChronosError
 from ..sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
@@ -25,9 +23,7 @@ from ..storage.worldsql import (
     CTX,
     MODES,
     Upsert,
-    WorldTable,
-    insert_trigger,
-    trigger_name,
+    set_insert_triggers,
     world_table,
 )
 from ..storage.worldviews import key_view
@@ -63,11 +59,11 @@ def adapt_insert(
         placement.materialize(session, n)
     wt = world_table(session.schema, session.world.id, n)
     conn.execute("DELETE FROM temp._chronos_inserted")
-    _set_insert_trigger(conn, wt, upsert, returning is not None)
+    set_insert_triggers(conn, wt, upsert, returning is not None)
     try:
         execute(conn, head, binds)
     finally:
-        _set_insert_trigger(conn, wt, None, False)
+        set_insert_triggers(conn, wt, None, False)
     changed = worldsql.rows_written(session)
     if returning is None:
         return Inserted([], [], changed)
@@ -118,16 +114,6 @@ def _returning_query(t: TableInfo, n: int, exprs: str, alias: str | None) -> str
         f"JOIN temp._chronos_inserted AS _l ON json_array({keys}) = _l.k ORDER BY _l.ord) "
         f"AS {quote_ident(alias or t.name)}"
     )
-
-
-def _set_insert_trigger(
-    conn: apsw.Connection, wt: WorldTable, upsert: Upsert | None, log: bool
-) -> None:
-    """Put the table's INSERT trigger for one statement in place (or the ordinary one back)."""
-    conn.execute(
-        f"DROP TRIGGER IF EXISTS temp.{trigger_name(wt.n, 'ii', wt.t.key_kind == 'rowid')}"
-    )
-    conn.execute(insert_trigger(wt, upsert=upsert, log=log))
 
 
 def insert_target(head: str) -> tuple[str, str | None]:

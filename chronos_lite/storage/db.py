@@ -98,6 +98,7 @@ class Database:
         self._world_tables: dict[int, tuple[tuple, dict]] = {}
         self._world_schemas: dict[int, tuple[tuple, BranchSchema]] = {}
         self._schema_version: int | None = None
+        self._found_worlds: dict[str, tuple[tuple[int, int], World]] = {}
         self.caller_name = OWNER  # who acts: the registry sets it for each call
         # TEMP objects a call makes last past it (a program's connection, the shell), or go
         # with it (MCP and HTTP: each call is its own session, as the spec has it)
@@ -310,7 +311,24 @@ class Database:
 
     def world(self, name: str, conn: apsw.Connection | None = None) -> World:
         """The open world of that name (raises a clear error if there is none)."""
-        return worlds.find(conn or self._main.conn, name)
+        if conn is not None and conn is not self._main.conn:
+            return worlds.find(conn, name)
+        # (the catalog as main's connection read it last, while no connection has written
+        # since: data_version moves with another's commits, total_changes with its own; read
+        # afresh inside a transaction, which may yet roll back what it reads)
+        conn = self._main.conn
+        if not conn.get_autocommit():
+            self._found_worlds.clear()
+            return worlds.find(conn, name)
+        now = (one_row(conn.execute("pragma data_version"))[0], conn.total_changes())
+        found = self._found_worlds.get(name)
+        if found is not None and found[0] == now:
+            return found[1]
+        world = worlds.find(conn, name)
+        if len(self._found_worlds) > 256:
+            self._found_worlds.clear()
+        self._found_worlds[name] = (now, world)
+        return world
 
     def resolve(self, branch: str | BranchRef | None) -> World | None:
         """None for main, else the open world named ``branch`` (as it is now: name@when is

@@ -87,10 +87,11 @@ def write_row(
     key: list[str],
     values: dict[str, str],
     go: str,
-    in_main: str | None = None,
+    fresh: bool = False,
 ) -> list[str]:
-    """The overlay entry of a row written at ``key``, the world's history of it first
-    (``in_main``: when main may hold a row at the key, to hide; else always)."""
+    """The overlay entry of a row written at ``key``, the world's history of it first.
+    ``fresh``: a key just taken from the shared counter, past every key main or a world has
+    had: no entry before it to remember, no main row to hide."""
     o = f"main.{overlay_table(n)}"
     cols = [quote_ident(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
@@ -103,14 +104,27 @@ def write_row(
     )
     sets = ", ".join(f"{c} = excluded.{c}" for c in names)
     same = f"({kcols}) = ({', '.join(key)})"
+    wh = f"main.{wh_table(n)}"
+    remember = (
+        f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {kcols}) "
+        f"SELECT {world}, {CLOCK}, {NOW}, 0, {', '.join(key)} WHERE {go}"
+        if fresh
+        else _remember(t, n, world, key, f"WHERE {go}")
+    )
     return [
-        _remember(t, n, world, key, f"WHERE {go}"),
+        remember,
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
         f"SELECT {world}, {CLOCK}, 0, {', '.join(vals)} WHERE {go}"
         f"{_upsert_clause(t, False)}",
         # the connection's materialized tables (worldstate) follow the entry just written
-        f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(key)} WHERE {go} "
-        f"{'AND ' + in_main if in_main else ''} ON CONFLICT DO NOTHING",
+        *(
+            [
+                f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(key)} "
+                f"WHERE {go} ON CONFLICT DO NOTHING"
+            ]
+            if not fresh
+            else []
+        ),
         f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) SELECT {', '.join(names)} "
         f"FROM {o} WHERE {WORLD} = {world} AND {same} AND {go} "
         f"ON CONFLICT ({kcols}) DO UPDATE SET {sets}",

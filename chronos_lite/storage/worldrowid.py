@@ -252,10 +252,10 @@ def swap(session: Session) -> list[_Saved]:
         conn.execute(_renamed(view, t.name, alias))
         conn.execute(f"DROP VIEW temp.{quote_ident(t.name)}")  # (its triggers with it)
         if t.key_kind == "int":  # chronos' write triggers, on the alias meanwhile
-            on = f" ON {quote_ident(t.name)} BEGIN "
+            on = re.compile(rf" ON {re.escape(quote_ident(t.name))} (?=BEGIN |WHEN )")
             for trigger in triggers:
-                if trigger.startswith("CREATE TRIGGER _chronos_w_") and on in trigger:
-                    conn.execute(_temp(trigger.replace(on, f" ON {alias} BEGIN ", 1)))
+                if trigger.startswith("CREATE TRIGGER _chronos_w_") and on.search(trigger):
+                    conn.execute(_temp(on.sub(f" ON {alias} ", trigger, count=1)))
         module.sources[t.name.lower()] = _source(t, n, alias)
         conn.execute(f"CREATE VIRTUAL TABLE temp.{quote_ident(t.name)} USING {MODULE}")
         saved.append(_Saved(t.name, view, triggers, alias))

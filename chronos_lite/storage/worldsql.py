@@ -36,9 +36,10 @@ from .worldwrites import (
     WorldTable,
     delete_trigger,
     forward_triggers,
-    insert_trigger,
+    insert_triggers,
+    set_insert_triggers,
     trigger_name,
-    update_trigger,
+    update_triggers,
     world_trigger_names,
 )
 
@@ -120,7 +121,7 @@ def table_objects(schema: BranchSchema, wt: WorldTable) -> tuple[list[str], set[
         made, names = objects(wt.events)
         out += made
         trusted |= names
-    out += [insert_trigger(wt), update_trigger(wt), delete_trigger(wt)]
+    out += [*insert_triggers(wt), *update_triggers(wt), delete_trigger(wt)]
     if t.key_kind == "rowid" and not t.fts_content:
         out += forward_triggers(wt)
     if wt.events is not None and wt.events.watched:
@@ -175,7 +176,8 @@ __all__ = [
     "begin_world_write",
     "broken_keys",
     "given_columns",
-    "insert_trigger",
+    "insert_triggers",
+    "set_insert_triggers",
     "new_transaction",
     "remember_entry",
     "rows_written",

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import apsw
+
 from ..sqltext import quote_ident
 from .appschema import UniqueRule
 from .catalog import ROWID_COL, TableInfo
@@ -89,16 +91,18 @@ def trigger_name(n: int, suffix: str, kv: bool = False) -> str:
 
 def world_trigger_names(n: int) -> list[str]:
     """Every name a world's INSTEAD OF trigger on table ``n`` can have (trigger_name's)."""
-    return [trigger_name(n, s, kv) for s in ("ii", "iu", "id") for kv in (False, True)]
+    suffixes = ("ii", "iia", "iu", "iuk", "id")
+    return [trigger_name(n, s, kv) for s in suffixes for kv in (False, True)]
 
 
-def _trigger(wt: WorldTable, suffix: str, event: str, steps: list[str]) -> str:
+def _trigger(wt: WorldTable, suffix: str, event: str, steps: list[str], when: str = "") -> str:
     kv = wt.t.key_kind == "rowid"
     target = key_view(wt.n) if kv else quote_ident(wt.t.name)
     body = "; ".join(steps)
+    condition = f" WHEN {when}" if when else ""
     return (
-        f"CREATE TEMP TRIGGER {trigger_name(wt.n, suffix, kv)} INSTEAD OF {event} ON {target} "
-        f"BEGIN {body}; END"
+        f"CREATE TEMP TRIGGER {trigger_name(wt.n, suffix, kv)} INSTEAD OF {event} ON {target}"
+        f"{condition} BEGIN {body}; END"
     )
 
 
@@ -160,20 +164,23 @@ def _uniques(
     new: list[str],
     old: list[str] | None,
     given: str = "1",
+    key_settled: bool = False,
 ) -> list[str]:
     """The key (``given``: an INSERT named it) and every unique rule (only those whose values
-    changed, for an UPDATE), then REPLACE's deletes of the rows in the way."""
+    changed, for an UPDATE), then REPLACE's deletes of the rows in the way. ``key_settled``:
+    an integer key that needs nothing (an UPDATE keeps it, an INSERT took it from the
+    shared counter)."""
     t = wt.t
     steps: list[str] = []
     moved = "1" if old is None else f"{_row(old)} IS NOT {_row(new)}"
     not_self = "" if old is None else f" AND {_key_match(wt, old, 'IS NOT')}"
     rules = [r for r in t.rules.uniques]
-    if t.key_kind in ("int", "rowid"):
+    if t.key_kind in ("int", "rowid") and not key_settled:
         steps += _key_rule(wt, new, f"{moved} AND {given}")
     for rule in rules:
         changed = moved if rule.primary else _changed(rule, values, old is None)
         steps += _rule_checks(wt, rule, values, changed, "" if rule.primary else not_self)
-    if t.key_kind in ("int", "rowid"):
+    if t.key_kind in ("int", "rowid") and not key_settled:
         where = f"{moved} AND {given} AND {_key_match(wt, new)}"
         steps += _replace(wt, mode(t.rules.pk_conflict), where)
     for rule in rules:
@@ -257,10 +264,53 @@ def _rowid_of(wt: WorldTable, key: list[str]) -> str:
     return key[0] if wt.t.key_kind in ("int", "rowid") else "NULL"
 
 
-def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = False) -> str:
+def insert_triggers(wt: WorldTable, upsert: Upsert | None = None, log: bool = False) -> list[str]:
     """INSTEAD OF INSERT. ``upsert``: the statement's ON CONFLICT clause; ``log``: record the
     written keys for a RETURNING clause. (Both only in a trigger put in place for one
-    statement, so ordinary inserts pay for neither.)"""
+    statement, so ordinary inserts pay for neither.) Ordinarily a table with an integer key
+    has two: for a row whose key is given, and for one that takes the next from the shared
+    counter (no key check, nothing to hide of main's). Exactly one fires a row."""
+    t = wt.t
+    if upsert is not None or log or t.key_kind not in ("int", "rowid"):
+        return [_insert_trigger(wt, upsert, log)]
+    raw = _raw_key(wt)
+    return [
+        _insert_trigger(wt, when=f"({raw}) IS NOT NULL"),
+        _insert_trigger(wt, when=f"({raw}) IS NULL", counted=True),
+    ]
+
+
+def set_insert_triggers(
+    conn: apsw.Connection, wt: WorldTable, upsert: Upsert | None = None, log: bool = False
+) -> None:
+    """Put a table's INSERT triggers for one statement in place (or the ordinary ones back)."""
+    kv = wt.t.key_kind == "rowid"
+    for suffix in ("ii", "iia"):
+        conn.execute(f"DROP TRIGGER IF EXISTS temp.{trigger_name(wt.n, suffix, kv)}")
+    for sql in insert_triggers(wt, upsert, log):
+        conn.execute(sql)
+
+
+def _raw_key(wt: WorldTable) -> str:
+    """An INSERT's integer key as given (NULL: the next from the shared counter)."""
+    t = wt.t
+    if t.key_kind == "rowid":
+        return f"NEW.{quote_ident(ROWID_COL)}"
+    return _given(t, wt.n, t.column_names.index(t.pk[0]), t.pk[0], _column(t, t.pk[0]).default)
+
+
+def _column(t: TableInfo, name: str):
+    return next(c for c in t.columns if c.name == name)
+
+
+def _insert_trigger(
+    wt: WorldTable,
+    upsert: Upsert | None = None,
+    log: bool = False,
+    when: str = "",
+    counted: bool = False,
+) -> str:
+    """One INSERT trigger (``counted``: for rows whose key comes from the shared counter)."""
     t, n, st = wt.t, wt.n, wt.steps
     go = st.go
     names = t.column_names
@@ -281,11 +331,8 @@ def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = Fal
         steps += fire(wt.events, "BEFORE", "INSERT", go, before, f"coalesce({given_key}, -1)")
     else:
         steps += fire(wt.events, "BEFORE", "INSERT", go, values, "NULL")
-    shown_by_main = None  # (a key from the shared counter is past main's: no main row to hide)
     if t.key_kind in ("int", "rowid"):
-        raw = values[t.pk[0]] if t.key_kind == "int" else f"NEW.{quote_ident(ROWID_COL)}"
-        shown_by_main = f"({raw}) IS NOT NULL"
-        step, new_key = allocate(t, n, raw)
+        step, new_key = allocate(t, n, None if counted else _raw_key(wt))
         steps.append(step + f" AND {go}")
         if t.key_kind == "int":
             values[t.pk[0]] = new_key
@@ -298,8 +345,8 @@ def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = Fal
     steps += checks(t, n, values, st)
     if upsert is not None:
         steps += _upsert_steps(wt, upsert, values, log)
-    steps += _uniques(wt, values, key, None, named)
-    steps += write_row(t, n, wt.world, key, values, go, shown_by_main)
+    steps += _uniques(wt, values, key, None, named, key_settled=counted)
+    steps += write_row(t, n, wt.world, key, values, go, fresh=counted)
     steps += _fk_added(wt, values, None)
     if log:
         o = f"main.{overlay_table(n)}"
@@ -311,10 +358,20 @@ def insert_trigger(wt: WorldTable, upsert: Upsert | None = None, log: bool = Fal
     )
     if st.skipping:
         steps.append(f"UPDATE {CTX} SET skip = 0")
-    return _trigger(wt, "ii", "INSERT", steps)
+    return _trigger(wt, "iia" if counted else "ii", "INSERT", steps, when)
 
 
-def update_trigger(wt: WorldTable) -> str:
+def update_triggers(wt: WorldTable) -> list[str]:
+    """A table with an integer key has two: for an UPDATE that keeps a row's key (the usual
+    one: none of a moving key's work), and for one that moves it. Exactly one fires a row."""
+    if wt.t.key_kind not in ("int", "rowid"):
+        return [_update_trigger(wt, moves=None)]
+    name = wt.t.pk[0] if wt.t.key_kind == "int" else ROWID_COL
+    same = f"OLD.{quote_ident(name)} IS NEW.{quote_ident(name)}"
+    return [_update_trigger(wt, moves=f"NOT ({same})"), _update_trigger(wt, moves=None, kept=same)]
+
+
+def _update_trigger(wt: WorldTable, moves: str | None, kept: str = "") -> str:
     t, n, st = wt.t, wt.n, wt.steps
     go = st.go
     values = {c.name: f"NEW.{quote_ident(c.name)}" for c in t.writable}
@@ -322,21 +379,24 @@ def update_trigger(wt: WorldTable) -> str:
     steps: list[str] = []
     if t.key_kind == "rowid":
         old_key = [f"OLD.{quote_ident(ROWID_COL)}"]
-        key = [checked_int(f"NEW.{quote_ident(ROWID_COL)}")]
+        key = old_key if kept else [checked_int(f"NEW.{quote_ident(ROWID_COL)}")]
     elif t.key_kind == "int":
         pk = t.pk[0]
         old_key = [olds[pk]]
-        steps.append(
-            f"SELECT RAISE(ABORT, 'datatype mismatch') WHERE NEW.{quote_ident(pk)} IS NULL"
-        )
-        values[pk] = checked_int(values[pk])
+        if kept:  # (the key as stored: NEW's may be 5.0 where OLD's is 5)
+            values[pk] = old_key[0]
+        else:
+            steps.append(
+                f"SELECT RAISE(ABORT, 'datatype mismatch') WHERE NEW.{quote_ident(pk)} IS NULL"
+            )
+            values[pk] = checked_int(values[pk])
         key = [values[pk]]
     else:
         old_key = [olds[c] for c in t.pk]
         key = [values[c] for c in t.pk]
     steps += start(wt.events, "UPDATE", old_key[0] if t.key_kind in ("int", "rowid") else "NULL")
     steps += fire(wt.events, "BEFORE", "UPDATE", go, values, _rowid_of(wt, key))
-    if t.key_kind == "int":
+    if t.key_kind == "int" and not kept:
         table, col, row = counter(t, n)  # a key moved up moves the shared counter too
         steps.append(
             f"UPDATE {table} SET {col} = {key[0]} WHERE {row} AND {col} < {key[0]} AND {go}"
@@ -345,11 +405,10 @@ def update_trigger(wt: WorldTable) -> str:
         values[c.name] = replace_null(t, c.name, values[c.name])
     steps += not_null(t, values, st, set(t.pk) if t.key_kind == "int" else set())
     steps += checks(t, n, values, st)
-    steps += _uniques(wt, values, key, old_key)
-    moved = f"{_row(old_key)} IS NOT {_row(key)}"
-    steps += tombstone(
-        t, n, wt.world, old_key, f"WHERE {go} AND {moved}"
-    )  # the key moved: the old goes
+    steps += _uniques(wt, values, key, old_key, key_settled=bool(kept))
+    if not kept:  # the key moved: the old goes
+        moved = f"{_row(old_key)} IS NOT {_row(key)}"
+        steps += tombstone(t, n, wt.world, old_key, f"WHERE {go} AND {moved}")
     steps += write_row(t, n, wt.world, key, values, go)
     steps += _fk_added(wt, values, olds)
     steps.append(f"{COUNT} AND {go}")
@@ -359,7 +418,7 @@ def update_trigger(wt: WorldTable) -> str:
     )
     if st.skipping:
         steps.append(f"UPDATE {CTX} SET skip = 0")
-    return _trigger(wt, "iu", "UPDATE", steps)
+    return _trigger(wt, "iuk" if kept else "iu", "UPDATE", steps, kept or moves or "")
 
 
 def delete_trigger(wt: WorldTable) -> str:
@@ -442,4 +501,12 @@ def _upsert_steps(wt: WorldTable, upsert: Upsert, values: dict[str, str], log: b
     return steps
 
 
-__all__ = ["IGNORE", "Upsert", "WorldTable", "insert_trigger", "update_trigger", "delete_trigger"]
+__all__ = [
+    "IGNORE",
+    "Upsert",
+    "WorldTable",
+    "insert_triggers",
+    "set_insert_triggers",
+    "update_triggers",
+    "delete_trigger",
+]
