@@ -296,7 +296,7 @@ def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool)
     world = session.world
     inserts = world is not None and call.access.write and words[:1] in (["INSERT"], ["REPLACE"])
     if inserts and gives_rowid(db, session, stmt):
-        columns, got = _with_rowid(call, stmt)
+        columns, got = _execute(call, stmt, _with_rowid)
     elif inserts and world is not None:
         adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
         if adapted is not None:
@@ -331,17 +331,19 @@ class _Promote(Exception):
         self.name = name
 
 
-def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
+def _execute(
+    call: _Call, stmt: str, run: Callable[[_Call, str], tuple] | None = None
+) -> tuple[list[str] | None, budget.Read]:
     """One user statement (after giving a world the copies of main's virtual tables it writes,
-    as its guard finds them)."""
+    as its guard finds them); ``run``: how it runs (``_execute_once``)."""
     promoted: set[str] = set()
     while True:
         try:
-            return _execute_once(call, stmt)
+            return (run or _execute_once)(call, stmt)
         except apsw.SQLError as exc:
-            if call.session.world is None or not worldrowid.names_rowid(exc):
+            if run is not None or call.session.world is None or not worldrowid.names_rowid(exc):
                 raise
-            return _with_rowid(call, stmt)
+            run = _with_rowid  # (a rowid on a world's view: again, on virtual tables)
         except _Promote as promote:
             name = promote.name
             why = None if name in promoted else placement.promote(call.session, name)
@@ -352,8 +354,8 @@ def _execute(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
 
 
 def _with_rowid(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
-    """A statement naming the rowid of a table the world reads through a view: run again
-    with the views swapped for virtual tables that have one (``worldrowid``)."""
+    """A statement naming the rowid of a table the world reads through a view: run with the
+    views swapped for virtual tables that have one (``worldrowid``), then put back."""
     saved = worldrowid.swap(call.session)
     try:
         return _execute_once(call, stmt)

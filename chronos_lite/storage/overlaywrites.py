@@ -36,10 +36,13 @@ def counter(t: TableInfo, n: int) -> tuple[str, str, str]:
     return "main._chronos_counters", "hi", f"table_id = {n}"
 
 
-def allocate(t: TableInfo, n: int, given: str | None) -> tuple[str, str]:
-    """The statement that moves the shared counter for a new row, and the row's key."""
+def allocate(t: TableInfo, n: int, given: str | None, known: bool = False) -> tuple[str, str]:
+    """The statement that moves the shared counter for a new row, and the row's key
+    (``known``: ``given`` is never NULL where this runs: the counter only follows it)."""
     table, col, row = counter(t, n)
     chk = checked_int(given) if given else "NULL"
+    if given and known:
+        return f"UPDATE {table} SET {col} = max({col}, {chk}) WHERE {row}", chk
     if t.autoincrement:
         step = (
             f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN {col} + 1 "

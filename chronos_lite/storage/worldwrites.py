@@ -332,7 +332,8 @@ def _insert_trigger(
     else:
         steps += fire(wt.events, "BEFORE", "INSERT", go, values, "NULL")
     if t.key_kind in ("int", "rowid"):
-        step, new_key = allocate(t, n, None if counted else _raw_key(wt))
+        # (a trigger for given keys only: the key is the given one, the counter follows it)
+        step, new_key = allocate(t, n, None if counted else _raw_key(wt), known=bool(when))
         steps.append(step + f" AND {go}")
         if t.key_kind == "int":
             values[t.pk[0]] = new_key
@@ -368,10 +369,12 @@ def update_triggers(wt: WorldTable) -> list[str]:
         return [_update_trigger(wt, moves=None)]
     name = wt.t.pk[0] if wt.t.key_kind == "int" else ROWID_COL
     same = f"OLD.{quote_ident(name)} IS NEW.{quote_ident(name)}"
-    return [_update_trigger(wt, moves=f"NOT ({same})"), _update_trigger(wt, moves=None, kept=same)]
+    # (UPDATE OF the key: SQLite compiles and fires it only for statements that set the key)
+    moving = _update_trigger(wt, moves=f"NOT ({same})", of=name)
+    return [moving, _update_trigger(wt, moves=None, kept=same)]
 
 
-def _update_trigger(wt: WorldTable, moves: str | None, kept: str = "") -> str:
+def _update_trigger(wt: WorldTable, moves: str | None, kept: str = "", of: str = "") -> str:
     t, n, st = wt.t, wt.n, wt.steps
     go = st.go
     values = {c.name: f"NEW.{quote_ident(c.name)}" for c in t.writable}
@@ -418,7 +421,8 @@ def _update_trigger(wt: WorldTable, moves: str | None, kept: str = "") -> str:
     )
     if st.skipping:
         steps.append(f"UPDATE {CTX} SET skip = 0")
-    return _trigger(wt, "iuk" if kept else "iu", "UPDATE", steps, kept or moves or "")
+    event = f"UPDATE OF {quote_ident(of)}" if of else "UPDATE"
+    return _trigger(wt, "iuk" if kept else "iu", event, steps, kept or moves or "")
 
 
 def delete_trigger(wt: WorldTable) -> str:
