@@ -73,3 +73,9 @@ def test_sql_statements_example_runs(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "FORK WORLD" in proc.stdout and "its form:" in proc.stdout
+
+
+def test_write_study_quick_run_completes():
+    # (it names the world's triggers: a renamed one must be renamed there too)
+    proc = _run("benchmarks/study_world_writes.py", "--quick")
+    assert "without step  0" in proc.stdout and "prepare a new INSERT text" in proc.stdout
