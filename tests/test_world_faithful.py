@@ -110,6 +110,38 @@ CONFLICT_WRITES = [
     "insert into u(a, b, c) values (1, 'r', 14) on conflict do nothing",
 ]
 
+# a world's INSERT and UPDATE triggers split by the key: given or from the counter, kept or moved
+KEYS = """
+create table k(id integer primary key, a int unique, b text);
+create table r(x int, y int unique);
+"""
+KEY_ROWS = """
+insert into k(id, a, b) values (1, 1, 'p'), (2, 2, 'q'), (3, 3, 'r'), (4, 4, 's');
+insert into r(x, y) values (1, 1), (2, 2);
+"""
+KEY_WRITES = [
+    "update k set id = 1.0, b = 'same key' where id = 1",
+    "update k set id = '2', b = 'text key' where id = 2",
+    "update k set id = id + 10 where id = 3",
+    "update k set (id, b) = (20, 'row value') where id = 4",
+    "update k set id = 2 where id = 1",
+    "update or replace k set id = 2 where id = 1",
+    "update k set id = null where id = 2",
+    "update k set id = 'abc' where id = 2",
+    "insert into k(id, b) values (null, 'explicit null')",
+    "insert into k(id, b) values ('7', 'text key')",
+    "insert into k(id, b) values (7.0, 'real key')",
+    "insert or replace into k(id, b) values (7, 'replaced')",
+    "insert into k(b) values ('auto'), ('auto too')",
+    "insert into k(a, b) values (1, 'taken a')",
+    "insert or replace into k(a, b) values (1, 'a replaced')",
+    "update r set y = 5 where x = 1",
+    "update r set rowid = rowid + 100 where x = 1",
+    "insert into r(rowid, x, y) values (50, 50, 50)",
+    "select rowid, * from r",
+    "select * from k",
+]
+
 
 @pytest.mark.parametrize(
     "schema, rows, writes",
@@ -117,8 +149,9 @@ CONFLICT_WRITES = [
         (FOREIGN_KEYS, FOREIGN_KEY_ROWS, FOREIGN_KEY_WRITES),
         (TRIGGERS, TRIGGER_ROWS, TRIGGER_WRITES),
         (CONFLICTS, CONFLICT_ROWS, CONFLICT_WRITES),
+        (KEYS, KEY_ROWS, KEY_WRITES),
     ],
-    ids=["foreign keys", "triggers", "conflicts"],
+    ids=["foreign keys", "triggers", "conflicts", "keys"],
 )
 def test_each_write_does_on_the_world_what_it_does_on_main(tmp_path, schema, rows, writes):
     twin = Twin(tmp_path, schema, rows)

@@ -152,3 +152,27 @@ def test_main_views_read_the_world_on_a_world(shop):
     shop.sql("update users set name = 'Wanda' where id = 1", branch="w")
     assert shop.query("select * from upper_names", branch="w") == [{"u": "WANDA"}]
     assert shop.query("select * from upper_names") == [{"u": "ADA"}]
+
+
+def test_a_world_another_connection_changed_reads_as_it_is_now(tmp_path):
+    # (the catalog row a connection keeps is read again after any write, its own or another's)
+    first = chronos_lite.init(tmp_path / "p")
+    second = chronos_lite.open(tmp_path / "p")
+    try:
+        first.sql("create table t(id integer primary key, v text); insert into t(v) values ('a')")
+        first.fork("w")
+        assert first.sql("select v from t", branch="w").results[0].rows == [("a",)]
+        second.sql("update t set v = 'b'", branch="w")
+        assert first.sql("select v from t", branch="w").results[0].rows == [("b",)]
+        second.discard("w")
+        with pytest.raises(ChronosError, match="no branch 'w'"):
+            first.sql("select v from t", branch="w")
+        second.fork("w")  # the same name, a new world: main's rows
+        assert first.sql("select v from t", branch="w").results[0].rows == [("a",)]
+        first.sql("update t set v = 'c'", branch="w")
+        first.discard("w")
+        with pytest.raises(ChronosError, match="no branch 'w'"):
+            second.sql("select v from t", branch="w")
+    finally:
+        first.close()
+        second.close()
