@@ -34,8 +34,6 @@ def run(db: Database, session: Session, stmt: str) -> str:
         tag = _statement(db, session, stmt, made)
     elif words[:2] == ["CREATE", "TABLE"]:
         tag = _create(db, session, stmt)
-    elif words[:2] == ["ALTER", "TABLE"] and "ADD" in words:
-        tag = _add_column(db, session, stmt)
     elif words[:2] == ["ALTER", "TABLE"]:
         tag = _alter(db, session, stmt)
     elif words[:2] == ["DROP", "TABLE"]:
@@ -121,39 +119,11 @@ def _create(db: Database, session: Session, stmt: str) -> str:
     return "CREATE TABLE"
 
 
-def _add_column(db: Database, session: Session, stmt: str) -> str:
-    conn, world = session.conn, session.world
-    assert world is not None  # (run's session)
-    name, end, _ = _target(stmt, 2)
-    found = find_table(db.tables_for(world, conn), name)
-    if found is None:
-        raise ChronosError(f"no such table: {name}", errors.SQL_ERROR)
-    tname, n, t = found
-    rest = stmt[end:]
-    words = name_tokens(rest)
-    upper = [w.upper() for w, _, _ in words]
-    if upper[:1] != ["ADD"]:
-        raise ChronosError(f"ALTER TABLE runs on main, not on a world, except ADD COLUMN: {WORKS}")
-    column_sql = rest[words[1][2] if upper[1:2] == ["COLUMN"] else words[0][2] :].strip()
-    col = _probe_column(t, column_sql)
-    for table in shadow.shadow_tables(n):
-        schemasync.add_shadow_column(conn, table, col)
-    _record(
-        db,
-        conn,
-        world.id,
-        "add",
-        n,
-        tname,
-        {"column_sql": column_sql, "column": col.__dict__},
-    )
-    return "ALTER TABLE"
-
-
 def _alter(db: Database, session: Session, stmt: str) -> str:
-    """ALTER TABLE ... RENAME TO, ALTER TABLE ... DROP [COLUMN], checked by SQLite on the
-    world's schema and kept as the world's change (its storage doesn't change: the world reads
-    the table under its new name, without the column)."""
+    """ALTER TABLE ... ADD [COLUMN] (a shadow column for the world's values), RENAME TO, DROP
+    [COLUMN], checked by SQLite on the world's schema and kept as the world's change (a rename
+    or a dropped column leaves the storage as it is: the world reads the table under its new
+    name, without the column)."""
     conn, world = session.conn, session.world
     assert world is not None  # (run's session)
     name, end, _ = _target(stmt, 2)
@@ -163,6 +133,15 @@ def _alter(db: Database, session: Session, stmt: str) -> str:
     tname, n, t = found
     rest = name_tokens(stmt[end:])
     upper = [w.upper() for w, _, _ in rest]
+    if upper[:1] == ["ADD"]:
+        column_sql = stmt[end:][rest[1 if upper[1:2] == ["COLUMN"] else 0][2] :].strip()
+        col = _probe_column(t, column_sql)
+        for table in shadow.shadow_tables(n):
+            schemasync.add_shadow_column(conn, table, col)
+        _record(
+            db, conn, world.id, "add", n, tname, {"column_sql": column_sql, "column": col.__dict__}
+        )
+        return "ALTER TABLE"
     if upper[:2] == ["RENAME", "TO"] and len(rest) > 2:
         kind, detail = "rename", {"to": rest[2][0]}
         if rest[2][0].lower().startswith((PREFIX, "sqlite_")):
