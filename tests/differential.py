@@ -69,3 +69,15 @@ class Twin:
     def close(self) -> None:
         self.main.close()
         self.other.close()
+
+
+def same_then_merged(folder: Path, schema: str, rows: str, statements: list[str]) -> None:
+    """Each statement does on a world what it does on main; a merge then makes main what the
+    statements alone made it."""
+    twin = Twin(folder, schema, rows)
+    try:
+        for sql in statements:
+            twin.same(sql)
+        twin.merged()
+    finally:
+        twin.close()

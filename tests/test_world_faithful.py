@@ -5,7 +5,7 @@ merge then makes main what the statements alone would have made it (issue 13).""
 from __future__ import annotations
 
 import pytest
-from differential import Twin
+from differential import same_then_merged
 
 FOREIGN_KEYS = """
 create table parent(id integer primary key, code text unique, n int default 7);
@@ -154,10 +154,4 @@ KEY_WRITES = [
     ids=["foreign keys", "triggers", "conflicts", "keys"],
 )
 def test_each_write_does_on_the_world_what_it_does_on_main(tmp_path, schema, rows, writes):
-    twin = Twin(tmp_path, schema, rows)
-    try:
-        for sql in writes:
-            twin.same(sql)
-        twin.merged()
-    finally:
-        twin.close()
+    same_then_merged(tmp_path, schema, rows, writes)

@@ -15,10 +15,15 @@ import tempfile
 from pathlib import Path
 
 import hypothesis.strategies as st
-from differential import Twin
+from differential import same_then_merged
 from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = int(os.environ.get("CHRONOS_PROPERTY_EXAMPLES", "25"))
+RUNS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 MODES = ["", " or ignore", " or replace", " or abort", " or fail"]
 ACTIONS = [
     "",
@@ -120,22 +125,12 @@ def writes(draw) -> str:
     )
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@RUNS
 @given(schemas(), st.lists(writes(), min_size=1, max_size=8))
 def test_random_writes_do_on_a_world_what_they_do_on_main(schema, statements):
     ddl, rows = schema
     with tempfile.TemporaryDirectory() as folder:
-        twin = Twin(Path(folder), ddl, rows)
-        try:
-            for sql in statements:
-                twin.same(sql)
-            twin.merged()
-        finally:
-            twin.close()
+        same_then_merged(Path(folder), ddl, rows, statements)
 
 
 @st.composite
@@ -199,19 +194,9 @@ def keyed_writes(draw) -> str:
     )
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@RUNS
 @given(keyed_schemas(), st.lists(keyed_writes(), min_size=1, max_size=8))
 def test_tables_of_every_key_shape_write_on_a_world_as_on_main(schema, statements):
     ddl, rows = schema
     with tempfile.TemporaryDirectory() as folder:
-        twin = Twin(Path(folder), ddl, rows)
-        try:
-            for sql in statements:
-                twin.same(sql)
-            twin.merged()
-        finally:
-            twin.close()
+        same_then_merged(Path(folder), ddl, rows, statements)

@@ -273,7 +273,7 @@ def insert_triggers(wt: WorldTable, upsert: Upsert | None = None, log: bool = Fa
     t = wt.t
     if upsert is not None or log or t.key_kind not in ("int", "rowid"):
         return [_insert_trigger(wt, upsert, log)]
-    raw = _raw_key(wt)
+    raw = _raw_key(t, _given_values(wt))
     return [
         _insert_trigger(wt, when=f"({raw}) IS NOT NULL"),
         _insert_trigger(wt, when=f"({raw}) IS NULL", counted=True),
@@ -291,16 +291,15 @@ def set_insert_triggers(
         conn.execute(sql)
 
 
-def _raw_key(wt: WorldTable) -> str:
+def _given_values(wt: WorldTable) -> dict[str, str]:
+    """An INSERT's values, by column: NEW's, or the column's default (``_given``)."""
+    t, names = wt.t, wt.t.column_names
+    return {c.name: _given(t, wt.n, names.index(c.name), c.name, c.default) for c in t.writable}
+
+
+def _raw_key(t: TableInfo, values: dict[str, str]) -> str:
     """An INSERT's integer key as given (NULL: the next from the shared counter)."""
-    t = wt.t
-    if t.key_kind == "rowid":
-        return f"NEW.{quote_ident(ROWID_COL)}"
-    return _given(t, wt.n, t.column_names.index(t.pk[0]), t.pk[0], _column(t, t.pk[0]).default)
-
-
-def _column(t: TableInfo, name: str):
-    return next(c for c in t.columns if c.name == name)
+    return values[t.pk[0]] if t.key_kind == "int" else f"NEW.{quote_ident(ROWID_COL)}"
 
 
 def _insert_trigger(
@@ -313,17 +312,14 @@ def _insert_trigger(
     """One INSERT trigger (``counted``: for rows whose key comes from the shared counter)."""
     t, n, st = wt.t, wt.n, wt.steps
     go = st.go
-    names = t.column_names
-    values = {c.name: _given(t, n, names.index(c.name), c.name, c.default) for c in t.writable}
+    values = _given_values(wt)
     steps: list[str] = []
     given_key = None
     named = "1"
-    if t.key_kind == "int":
-        named = f"NEW.{quote_ident(t.pk[0])} IS NOT NULL"
-        given_key = checked_int(values[t.pk[0]])
-    elif t.key_kind == "rowid":
-        named = f"NEW.{quote_ident(ROWID_COL)} IS NOT NULL"
-        given_key = checked_int(f"NEW.{quote_ident(ROWID_COL)}")
+    if t.key_kind in ("int", "rowid"):
+        name = t.pk[0] if t.key_kind == "int" else ROWID_COL
+        named = f"NEW.{quote_ident(name)} IS NOT NULL"
+        given_key = checked_int(_raw_key(t, values))
     if given_key is not None:
         before = dict(values)
         if t.key_kind == "int":
@@ -333,7 +329,8 @@ def _insert_trigger(
         steps += fire(wt.events, "BEFORE", "INSERT", go, values, "NULL")
     if t.key_kind in ("int", "rowid"):
         # (a trigger for given keys only: the key is the given one, the counter follows it)
-        step, new_key = allocate(t, n, None if counted else _raw_key(wt), known=bool(when))
+        raw = None if counted else _raw_key(t, values)
+        step, new_key = allocate(t, n, raw, known=bool(when))
         steps.append(step + f" AND {go}")
         if t.key_kind == "int":
             values[t.pk[0]] = new_key
