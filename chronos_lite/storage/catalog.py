@@ -79,6 +79,15 @@ class TableInfo:
             for c in self.columns
         )
 
+    def own_columns(self, with_rowid: bool = False) -> str:
+        """Select-list of the columns from a copy of the rows (an overlay, a world's live rows):
+        a generated column computed from the copy's values (``with_rowid``: the hidden rowid
+        too)."""
+        return ", ".join(
+            f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
+            for c in self.columns
+        ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]

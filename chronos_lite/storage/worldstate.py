@@ -112,11 +112,7 @@ def view_select(t: TableInfo, n: int, with_rowid: bool = False) -> str:
         f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
         f"WHERE {hidden}"
     )
-    own = ", ".join(
-        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
-        for c in t.columns
-    ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
-    return f"{main_arm} UNION ALL SELECT {own} FROM temp.{live_table(n)}"
+    return f"{main_arm} UNION ALL SELECT {t.own_columns(with_rowid)} FROM temp.{live_table(n)}"
 
 
 def differs(conn: apsw.Connection, n: int, world: int, seq: int) -> bool:

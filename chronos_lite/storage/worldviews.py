@@ -85,14 +85,7 @@ def view_select(
         f"AND NOT EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} "
         f"AND {_same_key(t, 'o', 'h')})"
     )
-    own_cols = ", ".join(
-        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
-        for c in t.columns
-    )  # a generated column is computed from the world's own values
-    own = (
-        f"SELECT {own_cols}{', ' + quote_ident(ROWID_COL) if with_rowid else ''} "
-        f"FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
-    )
+    own = f"SELECT {t.own_columns(with_rowid)} FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
     return f"{live} UNION ALL {past} UNION ALL {own}"
 
 
@@ -133,10 +126,7 @@ def _view_at(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool, at: f
         f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
         f"AND NOT {had_entry(lambda a: _same_key(t, a, 'h'))}"
     )
-    own_cols = ", ".join(
-        f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
-        for c in t.columns
-    ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+    own_cols = t.own_columns(with_rowid)
     now = (
         f"SELECT {own_cols} FROM {o} AS e WHERE e.{WORLD} = {world} AND e.{DEAD} = 0 "
         f"AND NOT EXISTS (SELECT 1 FROM {wh} AS x WHERE x.{WORLD} = {world} "
