@@ -5,8 +5,7 @@ of the table as it was (moments themselves are ``storage.moments``; ``name@when`
 Main's history keeps each row's image before every change, numbered per table (its seq) and
 stamped with the time of the change. The table as it was at a moment is the table as of the last
 seq stamped at or before it: for each key, the first image after that seq, else the live row.
-That is the same read a world makes of main as of its fork (worldviews.view_select), with no
-overlay of its own.
+That is ``worldviews.main_as_of``.
 """
 
 from __future__ import annotations
@@ -120,14 +119,14 @@ def _rewrite_as_of(db: Database, session: Session, stmt: str, clauses: list, wor
         if world is None:
             seq = moments.seq_at(session.conn, n, when)
             view = f"{past_name(n, seq)}_{db.schema_version()}"
-            select = worldviews.view_select(t, n, 0, seq)
+            select = worldviews.main_as_of(t, n, seq)
         else:
             db.check_world_moment(world, when, moment)
             view = (
                 f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}_{world.fork_seq}_"
                 f"{db.schema_version()}"
             )
-            select = worldviews.view_select(t, n, world.id, world.base.get(n, 0), at=when)
+            select = worldviews.world_at(t, n, world.id, world.base.get(n, 0), when)
         if not session.conn.execute(
             "select 1 from temp.sqlite_schema where name = ?", (view,)
         ).fetchone():

@@ -108,8 +108,9 @@ def _copy_overlay_then(
     ``then``: each key's first history record after it, else its entry now (stamped at most
     ``seq``, the fork: they are what the world starts from, not its changes)."""
     o, wh = overlay_table(n), world_history_table(n)
-    cols = [r[1] for r in conn.execute(f"pragma table_info({o})")]
-    keys = [r[2] for r in conn.execute(f"pragma index_info({o}_k)")][1:]
+    info = list(conn.execute(f"pragma table_info({o})"))
+    cols = [r[1] for r in info]
+    keys = [r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5])][1:]  # (world,)
     rest = [c for c in cols if c not in (WORLD, SEQ, "_chronos_dead")]
     same = " and ".join(f"x.{quote_ident(k)} = e.{quote_ident(k)}" for k in keys)
     same_xy = " and ".join(f"y.{quote_ident(k)} = x.{quote_ident(k)}" for k in keys)

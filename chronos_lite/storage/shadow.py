@@ -268,9 +268,6 @@ def overlay_ddl(t: TableInfo, n: int) -> list[str]:
         f"CREATE TABLE {o}({WORLD} INTEGER NOT NULL, {SEQ} INTEGER NOT NULL, "
         f"{DEAD} INTEGER NOT NULL DEFAULT 0, {', '.join(cols)}, "
         f"PRIMARY KEY ({WORLD}, {keys})) WITHOUT ROWID",
-        # A thin copy of the key: a world's reads probe it once per main row, and probing it
-        # costs a third less than probing the table (whose leaves hold whole rows).
-        f"CREATE INDEX {overlay_keys(n)} ON {o}({WORLD}, {keys})",
         *overlay_unique_indexes(t, n),
     ]
 
@@ -286,10 +283,6 @@ def world_history_ddl(t: TableInfo, n: int) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {wh}_key ON {wh}({WORLD}, {keys}, {TIME})",
         f"CREATE INDEX IF NOT EXISTS {wh}_time ON {wh}({WORLD}, {TIME})",
     ]
-
-
-def overlay_keys(n: int) -> str:
-    return f"_chronos_o_{n}_k"
 
 
 def overlay_unique_indexes(t: TableInfo, n: int) -> list[str]:

@@ -30,7 +30,7 @@ from .worldctx import (
 from .worldrules import Link, link, row_table_ddl
 from .worldschema import BranchSchema
 from .worldtriggers import Events, markers, objects
-from .worldviews import key_view, view_select
+from .worldviews import key_view, main_as_of, world_at
 from .worldwrites import (
     Upsert,
     WorldTable,
@@ -89,12 +89,14 @@ def world_objects(
     if not writable:
         for _name, (n, t) in sorted(schema.tables.items()):
             seq = base.get(n, 0)
-            out.append(
-                f"CREATE TEMP VIEW {quote_ident(t.name)} AS {view_select(t, n, world, seq, at=at)}"
-            )
-            if t.key_kind == "rowid":
-                keyed = view_select(t, n, world, seq, True, at=at)
-                out.append(f"CREATE TEMP VIEW {key_view(n)} AS {keyed}")
+            for keyed in (False, True) if t.key_kind == "rowid" else (False,):
+                select = (
+                    main_as_of(t, n, seq, keyed)
+                    if at is None
+                    else world_at(t, n, world, seq, at, keyed)
+                )
+                name = key_view(n) if keyed else quote_ident(t.name)
+                out.append(f"CREATE TEMP VIEW {name} AS {select}")
         return out, trusted
     writers = world_tables(schema, world)
     for _name, (n, _t) in sorted(schema.tables.items()):

@@ -1,14 +1,7 @@
-"""The views that make a connection see a world: for each user table, a TEMP view named like it
-(it shadows ``main.T`` in unqualified names).
-
-For world ``w`` that sees main as of seq ``S``, the view is the union of
-
-1. main's live rows that neither the world nor main since ``S`` changed,
-2. the images of rows main changed since ``S``, as they were at ``S`` (from history),
-3. the world's own rows from its overlay (tombstones left out).
-
-All three arms are plain SQL on indexed tables, so a world reads at native speed. A world as it
-was at a moment reads its history the same way. Writes are ``worldsql``'s triggers.
+"""The views that read a branch as it was: main as of a history position (``main_as_of``:
+``main@when``, ``AS OF``), and a world at a moment (``world_at``: ``w@when``), from main's
+history and the worlds' history. Plain SQL on indexed tables: a point lookup is a few probes.
+A world as it is now reads through ``worldstate``'s views; its writes are ``worldwrites``'.
 """
 
 from __future__ import annotations
@@ -22,7 +15,6 @@ from .shadow import (
     TIME,
     WORLD,
     history_table,
-    overlay_keys,
     overlay_table,
     world_history_table,
 )
@@ -48,48 +40,36 @@ def _main_row_is(t: TableInfo, shadow: str) -> str:
     return " AND ".join(f"{shadow}.{quote_ident(c)} = _m.{quote_ident(c)}" for c in t.pk)
 
 
-def view_select(
-    t: TableInfo, n: int, world: int, seq: int, with_rowid: bool = False, at: float | None = None
-) -> str:
-    """The world's rows of ``t``: untouched main rows, main rows as of ``seq``, the overlay
-    (``at``: the world's rows as they were at that moment, from the worlds' history).
+def main_as_of(t: TableInfo, n: int, seq: int, with_rowid: bool = False) -> str:
+    """Main's rows of ``t`` as of history position ``seq``: its live rows that no change since
+    touched, and the images of the rows changed since, as they were at ``seq``.
 
-    The checks against the overlay and history are correlated index probes, so a point lookup
-    costs a few probes rather than a pass over the world's changes; each is guarded by a test
-    SQLite evaluates once per statement, so a table the world never changed (and main did not
-    change since the fork) reads at the speed of main.
+    The check against history is a correlated index probe, so a point lookup costs a few
+    probes; it is guarded by a test SQLite evaluates once per statement, so a table main did
+    not change since reads at the speed of main.
     """
-    if at is not None:
-        return _view_at(t, n, world, seq, with_rowid, at)
-    o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
-    cols = t.main_columns("_m.")
+    h = f"main.{history_table(n)}"
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
-    untouched = (
-        f"(NOT EXISTS (SELECT 1 FROM {o} WHERE {WORLD} = {world}) OR NOT EXISTS "
-        f"(SELECT 1 FROM {o} AS o INDEXED BY {overlay_keys(n)} "
-        f"WHERE o.{WORLD} = {world} AND {_main_row_is(t, 'o')}))"
-    )
     unchanged = (
         f"((SELECT coalesce(max({SEQ}), 0) FROM {h}) <= {seq} OR NOT EXISTS "
         f"(SELECT 1 FROM {h} AS h WHERE {_main_row_is(t, 'h')} AND h.{SEQ} > {seq}))"
     )
     live = (
-        f"SELECT {cols}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
-        f"WHERE {untouched} AND {unchanged}"
+        f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"WHERE {unchanged}"
     )
     past = (
         f"SELECT {_cols(t, 'h.')}{', h.' + quote_ident(ROWID_COL) if with_rowid else ''} "
         f"FROM {h} AS h WHERE h.{SEQ} > {seq} AND h.{OP} = 1 "
         f"AND NOT EXISTS (SELECT 1 FROM {h} AS h2 WHERE {_same_key(t, 'h2', 'h')} "
-        f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
-        f"AND NOT EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} "
-        f"AND {_same_key(t, 'o', 'h')})"
+        f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ})"
     )
-    own = f"SELECT {t.own_columns(with_rowid)} FROM {o} WHERE {WORLD} = {world} AND {DEAD} = 0"
-    return f"{live} UNION ALL {past} UNION ALL {own}"
+    return f"{live} UNION ALL {past}"
 
 
-def _view_at(t: TableInfo, n: int, world: int, seq: int, with_rowid: bool, at: float) -> str:
+def world_at(
+    t: TableInfo, n: int, world: int, seq: int, at: float, with_rowid: bool = False
+) -> str:
     """The world's rows as they were at moment ``at``.
 
     The world's entry for a key then is its first history record after ``at`` (the entry as it
