@@ -113,11 +113,6 @@ class TableInfo:
         cols = [prefix + quote_ident(c) for c in self.pk]
         return cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"
 
-    def shadow_key(self, prefix: str = "") -> str:
-        """The key of a row of a shadow table (history or overlay)."""
-        cols = [prefix + quote_ident(c) for c in self.key_cols]
-        return cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"
-
 
 def user_tables(conn: apsw.Connection) -> list[str]:
     """Main's tables chronos versions: the app's tables, and its FTS5 tables with their own
