@@ -18,7 +18,6 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..sqltext import quote_ident
 from ..storage import events, moments, worlds, worldsql
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
@@ -67,7 +66,7 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
 def _changed_since(db: Database, world: World | None, n: int, t: TableInfo, when: float) -> set:
     """Keys of the rows the branch changed since ``when`` (a superset: some changed back)."""
     conn = db.main.conn
-    cols = ", ".join(quote_ident(c) for c in t.key_cols)
+    cols = t.stored_list(columns=list(t.key_cols))
     if world is None:
         seq = moments.seq_at(conn, n, when)
         rows = conn.execute(f"select {cols} from {history_table(n)} where {SEQ} > ?", (seq,))

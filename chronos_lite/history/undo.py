@@ -211,12 +211,12 @@ def _world_targets(db: Database, name: str, world_id: int, mine: dict) -> dict:
     out: dict = {}
     for _name, (n, t) in db.tables_for(world).items():
         cols = [c for c in t.column_names if c not in t.key_cols]
-        keys = [quote_ident(c) for c in t.key_cols]
+        keys = [t.col(c) for c in t.key_cols]
         wh = f"main.{world_history_table(n)}"
         seen: set = set()
         for rec in conn.execute(
             f"select {SEQ}, {OP}, {DEAD}, {', '.join(keys)}"
-            + "".join(f", {quote_ident(c)}" for c in cols)
+            + "".join(f", {t.col(c)}" for c in cols)
             + f" from {wh} where {WORLD} = ? and ({within}) order by {SEQ}, rowid",
             (world_id,),
         ):

@@ -20,8 +20,8 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..render import blob_json
-from ..sqltext import quote_ident
 from ..storage import events, lifecycle, worlds, worldsql
+from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.rows import write_row
@@ -465,31 +465,34 @@ def _remember_merged(db: Database, p: Plan) -> None:
     world clock: for worlds forked from this one, their parent did write the row."""
     conn = p.parent.conn
     world_stamp = events.tick(conn)
+    # (the tables as the merge left them: a column it renamed on main is stored so now)
+    now = {n: t for n, t in db.tables_for(p.world, conn).values()}
     for o in p.outcomes:
         c = o.change
         if o.outcome == "conflict":
             continue
+        t = now.get(c.n, c.t)
         if p.parent.world is None:
             last = f"select coalesce(max({SEQ}), 0) from main.{history_table(c.n)}"
             stamp = one_row(conn.execute(last))[0]
         else:
             stamp = one_row(conn.execute(f"select seq from {CTX}"))[0]
         merged = o.result if o.write else c.theirs
-        _put_entry(conn, c, -p.world.id, merged, stamp)
+        _put_entry(conn, c, t, -p.world.id, merged, stamp)
         if merged != c.ours:  # the world's row changes: it did write it, for its children
-            _put_entry(conn, c, p.world.id, merged, world_stamp)
+            _put_entry(conn, c, t, p.world.id, merged, world_stamp)
             db.invalidate(p.world.id)
 
 
-def _put_entry(conn: apsw.Connection, c: Change, world: int, row: dict | None, seq: int) -> None:
+def _put_entry(
+    conn: apsw.Connection, c: Change, t: TableInfo, world: int, row: dict | None, seq: int
+) -> None:
     if world > 0:  # the world's own row changes: its history keeps what it was
-        remember_entry(conn, c.t, c.n, world, c.key, seq)
+        remember_entry(conn, t, c.n, world, c.key, seq)
     o = f"main.{overlay_table(c.n)}"
-    keys = [quote_ident(k) for k in c.t.key_cols]
-    cols = [quote_ident(k) for k in c.t.column_names if k not in c.t.key_cols]
-    values = [
-        None if row is None else row.get(k) for k in c.t.column_names if k not in c.t.key_cols
-    ]
+    keys = [t.col(k) for k in t.key_cols]
+    cols = [t.col(k) for k in t.column_names if k not in t.key_cols]
+    values = [None if row is None else row.get(k) for k in t.column_names if k not in t.key_cols]
     conn.execute(
         f"insert or replace into {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(keys + cols)}) "
         f"values (?, ?, ?, {', '.join('?' for _ in keys + cols)})",

@@ -88,8 +88,8 @@ def world_changes(
         if parent.world is None and not other:
             out += _changes_against_main(conn, name, n, t, world)
             continue
-        keys = ", ".join(quote_ident(c) for c in t.key_cols)
-        cols = ", ".join(quote_ident(c) for c in t.column_names)
+        keys = t.stored_list(columns=list(t.key_cols))
+        cols = t.stored_list()
         entries = conn.execute(
             f"select {DEAD}, {keys}, {cols} from main.{overlay_table(n)} "
             f"where {WORLD} = ? and {SEQ} > ? order by {keys}",
@@ -121,11 +121,17 @@ def world_changes(
 def _their_row(
     parent: Session, n: int, t: TableInfo, on_parent: TableInfo, key: tuple, base: dict | None
 ) -> dict | None:
-    """The parent's row, with the columns only the world has (it added them) as in base."""
+    """The parent's row by the world's names (a column either renamed: the one stored alike),
+    with the columns only the world has (it added them) as in base."""
     row = view_row(parent, n, on_parent, key)
     if row is None or on_parent.column_names == t.column_names:
         return row
-    return {c: row[c] if c in row else (base or {}).get(c) for c in t.column_names}
+    theirs = {on_parent.col(c): c for c in on_parent.column_names}
+    out = {}
+    for c in t.column_names:
+        same = theirs.get(t.col(c))
+        out[c] = row[same] if same in row else (base or {}).get(c)
+    return out
 
 
 def _changes_against_main(
@@ -136,7 +142,7 @@ def _changes_against_main(
     row, and whether main wrote it since, joined on the key's indexes."""
     o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
     cols = t.column_names
-    keys = [quote_ident(c) for c in t.key_cols]
+    keys = [t.col(c) for c in t.key_cols]
     horizon = world.base.get(n, 0)
 
     def on(alias: str, other: str) -> str:
@@ -145,11 +151,11 @@ def _changes_against_main(
     if t.key_kind == "rowid":
         live_on, live_here = f"m.rowid = e.{keys[0]}", "m.rowid IS NOT NULL"
     else:
-        live_on = " AND ".join(f"m.{quote_ident(c)} = e.{quote_ident(c)}" for c in t.pk)
-        live_here = f"m.{quote_ident(t.pk[0])} IS NOT NULL"
+        live_on = " AND ".join(f"m.{t.col(c)} = e.{t.col(c)}" for c in t.pk)
+        live_here = f"m.{t.col(t.pk[0])} IS NOT NULL"
 
     def pick(alias: str) -> str:
-        return ", ".join(f"{alias}.{quote_ident(c)}" for c in cols)
+        return t.stored_list(f"{alias}.", cols)
 
     rows = conn.execute(
         f"SELECT e.{DEAD}, {', '.join('e.' + k for k in keys)}, {pick('e')}, "

@@ -70,6 +70,7 @@ SIGNS = {
     "add": "~",
     "rename": "~",
     "drop_column": "~",
+    "rename_column": "~",
     "drop": "-",
     "drop_index": "-",
     "drop_view": "-",
@@ -82,6 +83,8 @@ def _named(s: Step) -> str:
     rename's new name ('' for a table's own steps: those count per table)."""
     if s.op.kind == "rename":
         return s.op.detail["to"]
+    if s.op.kind == "rename_column":
+        return f"{s.op.detail['column']} -> {s.op.detail['to']}"
     return s.op.name if s.op.kind not in ("create", "add", "drop", "drop_column") else ""
 
 
@@ -92,6 +95,8 @@ def _schema_words(kind: str, table: str, name: str, n: int) -> str:
         return f"dropped {n} column{'s' if n != 1 else ''} of {table}"
     if kind == "rename":
         return f"renamed a table to {name}"
+    if kind == "rename_column":
+        return f"renamed column {name.replace(' -> ', ' to ')} of {table}"
     if kind in ("index", "trigger", "drop_index", "drop_trigger"):
         made = "dropped" if kind.startswith("drop_") else "created"
         return f"{made} {kind.removeprefix('drop_')} {name} on {table}"
@@ -220,7 +225,7 @@ def _candidate_keys(db: Database, n: int, t: TableInfo, worlds: list) -> set[tup
     """Keys where two branches can differ: what either world wrote, and what main changed
     since the older of their forks (both read main as of their own fork)."""
     conn = db.main.conn
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    keys = t.stored_list(columns=list(t.key_cols))
     found: set[tuple] = set()
     for w in worlds:
         for ident in (w.id, -w.id):

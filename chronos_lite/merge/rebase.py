@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import ChronosError
-from ..sqltext import quote_ident
 from ..storage import events, lifecycle, worlds
 from ..storage.db import Database
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
@@ -66,8 +65,8 @@ def _rebuild_overlay(
     conn, n: int, t, world: int, parent: int | None, own: dict, stamp: int
 ) -> None:
     o = overlay_table(n)
-    keys = [quote_ident(c) for c in t.key_cols]
-    cols = [quote_ident(c) for c in t.column_names if c not in t.key_cols]
+    keys = [t.col(c) for c in t.key_cols]
+    cols = [t.col(c) for c in t.column_names if c not in t.key_cols]
     every = ", ".join(keys + cols)
     conn.execute(f"delete from {o} where {WORLD} = ?", (-world,))
     # inherited copies go; the world's own changes are rewritten below
@@ -112,8 +111,8 @@ def _parent_rows_since_fork(db: Database, world) -> set[tuple]:
     out: set[tuple] = set()
     parent = db.world(world.parent) if world.parent_id is not None else None
     for name, (n, t) in db.tables_for(parent).items():
-        keys = ", ".join(quote_ident(c) for c in t.key_cols)
-        same = " AND ".join(f"f.{quote_ident(c)} = x.{quote_ident(c)}" for c in t.key_cols)
+        keys = t.stored_list(columns=list(t.key_cols))
+        same = " AND ".join(f"f.{t.col(c)} = x.{t.col(c)}" for c in t.key_cols)
         if world.parent_id is None:
             changed = f"select {keys}, {SEQ} from {history_table(n)} where {SEQ} > ?"
             arg = world.base.get(n, 0)
@@ -122,7 +121,7 @@ def _parent_rows_since_fork(db: Database, world) -> set[tuple]:
             changed += f"and {SEQ} > {world.fork_seq}"
             arg = world.parent_id
         rows = conn.execute(
-            f"select distinct {', '.join('x.' + quote_ident(c) for c in t.key_cols)} "
+            f"select distinct {t.stored_list('x.', list(t.key_cols))} "
             f"from ({changed}) as x where not exists (select 1 from {overlay_table(n)} as f "
             f"where f.{WORLD} = ? and {same} and f.{SEQ} >= x.{SEQ})",
             (arg, -world.id),

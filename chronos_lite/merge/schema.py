@@ -40,6 +40,7 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
     theirs = db.tables_for(parent.world) if parent.world is not None else db.tables()
     theirs_by_id = {n: (name, t) for name, (n, t) in theirs.items()}
     created: set[int] = set()
+    columns = {n: [c.lower() for c in t.column_names] for n, (_name, t) in theirs_by_id.items()}
     out = []
     for op in own_ops(conn, world.id):
         current = next((k for k, (n, _t) in mine.items() if n == op.table_id), op.name)
@@ -55,18 +56,23 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
         elif op.table_id in created:
             pass
         elif op.table_id not in theirs_by_id:
-            if op.kind in ("add", "rename", "drop_column"):
+            if op.kind in ("add", "rename", "drop_column", "rename_column"):
                 step.conflict = f"{parent.branch} dropped {op.name} since the fork"
         elif op.kind == "rename":
             if find_table(theirs, op.detail["to"]):
                 step.conflict = f"{parent.branch} has a table named {op.detail['to']} too"
         elif op.kind == "drop_column":
-            pass  # (a column the parent dropped too goes as nothing)
+            # (a column the parent dropped too goes as nothing)
+            gone = op.detail["column"].lower()
+            columns[op.table_id] = [c for c in columns[op.table_id] if c != gone]
+        elif op.kind == "rename_column":
+            step.conflict = _rename_conflict(parent, op, theirs_by_id, columns[op.table_id])
         elif op.kind == "add":
             col = op.detail["column"]["name"]
-            pname, t = theirs_by_id[op.table_id]
-            if col.lower() in (c.lower() for c in t.column_names):
+            pname = theirs_by_id[op.table_id][0]
+            if col.lower() in columns[op.table_id]:
                 step.conflict = f"{parent.branch} has a column {col} in {pname} too"
+            columns[op.table_id].append(col.lower())
         elif _parent_wrote(conn, world, parent, op.table_id):
             step.conflict = f"{parent.branch} changed rows of {op.name} since the fork"
         else:
@@ -75,6 +81,22 @@ def steps(db: Database, world: World, parent: Session, only: set[str] | None = N
             step.rows = one_row(conn.execute(f"select count(*) from {source}"))[0]
         out.append(step)
     return out
+
+
+def _rename_conflict(parent: Session, op: Op, theirs: dict, columns: list[str]) -> str:
+    """Why a column the world renamed can't be renamed on the parent ('' if it can), with
+    ``columns`` (the parent's, lower case, as the merge's earlier steps leave them) following."""
+    old, new = op.detail["column"].lower(), op.detail["to"].lower()
+    pname = theirs[op.table_id][0]
+    if old not in columns:
+        gone = op.detail["column"]
+        return (
+            f"{parent.branch} has no column {gone} in {pname} (renamed or dropped since the fork)"
+        )
+    if new in columns and new != old:
+        return f"{parent.branch} has a column {op.detail['to']} in {pname} too"
+    columns[columns.index(old)] = new
+    return ""
 
 
 def _object_conflict(
@@ -142,6 +164,8 @@ def apply_steps(
         for s in todo:
             _apply_on_main(conn, s.op)
             conn.execute("delete from main._chronos_schema where id = ?", (s.op.id,))
+            if s.op.kind == "rename_column":  # (the storage follows one rename at a time)
+                db.follow_schema(conn)
         db.follow_schema(conn)
         for s in todo:
             if s.op.kind == "create":
@@ -188,6 +212,8 @@ def _apply_on_main(conn: apsw.Connection, op: Op) -> None:
         if column.lower() in have:
             schemasync.drop_triggers(conn, name)  # (SQLite refuses while a trigger names it)
             conn.execute(f"ALTER TABLE main.{quote_ident(name)} DROP COLUMN {quote_ident(column)}")
+    elif op.kind == "rename_column":
+        conn.execute(f"ALTER TABLE main.{quote_ident(name)}{op.detail['rest']}")
     elif op.kind == "add":
         conn.execute(f"ALTER TABLE main.{quote_ident(name)} ADD COLUMN {op.detail['column_sql']}")
     else:

@@ -120,10 +120,10 @@ def _create(db: Database, session: Session, stmt: str) -> str:
 
 
 def _alter(db: Database, session: Session, stmt: str) -> str:
-    """ALTER TABLE ... ADD [COLUMN] (a shadow column for the world's values), RENAME TO, DROP
-    [COLUMN], checked by SQLite on the world's schema and kept as the world's change (a rename
-    or a dropped column leaves the storage as it is: the world reads the table under its new
-    name, without the column)."""
+    """ALTER TABLE ... ADD [COLUMN] (a shadow column for the world's values), RENAME TO, RENAME
+    [COLUMN], DROP [COLUMN], checked by SQLite on the world's schema and kept as the world's
+    change (a rename or a dropped column leaves the storage as it is: the world reads the table
+    under its new name, the column under its new name, or without the column)."""
     conn, world = session.conn, session.world
     assert world is not None  # (run's session)
     name, end, _ = _target(stmt, 2)
@@ -131,11 +131,14 @@ def _alter(db: Database, session: Session, stmt: str) -> str:
     if found is None:
         raise ChronosError(f"no such table: {name}", errors.SQL_ERROR)
     tname, n, t = found
-    rest = name_tokens(stmt[end:])
-    upper = [w.upper() for w, _, _ in rest]
+    tail = stmt[end:]
+    rest = name_tokens(tail)
+    # (keywords are bare words: a quoted "to" is a name)
+    upper = [w.upper() if tail[s] not in '"`[' else w for w, s, _ in rest]
     if upper[:1] == ["ADD"]:
-        column_sql = stmt[end:][rest[1 if upper[1:2] == ["COLUMN"] else 0][2] :].strip()
+        column_sql = tail[rest[1 if upper[1:2] == ["COLUMN"] else 0][2] :].strip()
         col = _probe_column(t, column_sql)
+        _storage_free(t, col.name)
         for table in shadow.shadow_tables(n):
             schemasync.add_shadow_column(conn, table, col)
         _record(
@@ -150,12 +153,21 @@ def _alter(db: Database, session: Session, stmt: str) -> str:
         column = rest[2 if upper[1:2] == ["COLUMN"] and len(rest) > 2 else 1][0]
         real = next((c for c in t.column_names if c.lower() == column.lower()), column)
         kind, detail = "drop_column", {"column": real}
+    elif upper[:1] == ["RENAME"] and "TO" in upper[2:]:
+        at = 2 if upper[1] == "COLUMN" and upper.index("TO", 1) == 3 else 1
+        column, to = rest[at][0], rest[upper.index("TO", at + 1) + 1 :]
+        real = next((c for c in t.column_names if c.lower() == column.lower()), column)
+        new = to[0][0] if to else ""
+        if new.lower().startswith(PREFIX):
+            raise ChronosError(
+                f"a column can't take a {PREFIX} name (chronos' own columns have them): "
+                f"choose another name for {real}",
+                errors.REFUSED,
+            )
+        # (the statement's own words replay it: SQLite writes the new name as it was given)
+        kind, detail = "rename_column", {"column": real, "to": new, "rest": tail}
     else:
-        raise ChronosError(
-            f"ALTER TABLE ... RENAME COLUMN runs on main, not on a world: {WORKS}; rename the "
-            f"column on main, or add a column under the new name and copy the values to it",
-            errors.REFUSED,
-        )
+        kind, detail = "", {}
     scratch = worldschema.scratch(conn, worldschema.visible_ops(conn, world.id))
     try:  # SQLite's own check, with its own message, on the world's schema
         scratch.execute(stmt)
@@ -163,8 +175,23 @@ def _alter(db: Database, session: Session, stmt: str) -> str:
         raise errors.from_sqlite(exc) from None
     finally:
         scratch.close()
+    if not kind:  # (SQLite took a form this doesn't know)
+        raise ChronosError(f"ALTER TABLE on a world: {WORKS}", errors.SQL_ERROR)
     _record(db, conn, world.id, kind, n, tname, detail)
     return "ALTER TABLE"
+
+
+def _storage_free(t: TableInfo, name: str) -> None:
+    """A column a world adds is stored under its own name: not one a column the world renamed
+    is stored under."""
+    held = next((c for c in t.columns if c.stored.lower() == name.lower()), None)
+    if held is not None:
+        raise ChronosError(
+            f"this world renamed {t.name}'s column {held.stored} to {held.name}, which is still "
+            f"stored under the old name until the rename merges: add the new column under "
+            f"another name, or merge the rename first",
+            errors.REFUSED,
+        )
 
 
 def _probe_column(t: TableInfo, column_sql: str) -> Column:

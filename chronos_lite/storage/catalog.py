@@ -27,6 +27,9 @@ class Column:
     default: str | None
     generated: bool
     expression: str | None = None  # a generated column's expression
+    # A column a world renamed keeps its storage name (main's table, history, overlay):
+    # ``stored`` is that name, empty when it is the column's own
+    stored: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,24 @@ class TableInfo:
     # are on that table, and a world reads a TEMP FTS5 copy of its rows (``ownfts``).
     fts_content: str = ""
 
+    def col(self, column: str) -> str:
+        """A column (or the hidden key column) as chronos' storage names it, quoted: main's
+        table, its history, the worlds' overlay and history. The world's own name is read only
+        through its views (a column the world renamed is stored under its name on main)."""
+        for c in self.columns:
+            if c.name == column:
+                return quote_ident(c.stored or c.name)
+        return quote_ident(column)
+
+    @property
+    def renamed(self) -> bool:
+        """Whether a column is stored under another name (a world renamed it)."""
+        return any(c.stored for c in self.columns)
+
     def source(self, column: str) -> str:
         """A column as the table chronos' history triggers are on names it."""
         if not self.fts_content:
-            return quote_ident(column)
+            return self.col(column)
         if column == ROWID_COL:
             return "id"
         return f"c{self.column_names.index(column)}"
@@ -74,19 +91,44 @@ class TableInfo:
             f"{c.default if c.default is not None else 'NULL'} AS {quote_ident(c.name)}"
             if c.name in self.world_columns
             else f"{prefix}{self.source(c.name)} AS {quote_ident(c.name)}"
-            if self.fts_content
+            if self.fts_content or c.stored
             else prefix + quote_ident(c.name)
             for c in self.columns
         )
 
-    def own_columns(self, with_rowid: bool = False) -> str:
-        """Select-list of the columns from a copy of the rows (an overlay, a world's live rows):
-        a generated column computed from the copy's values (``with_rowid``: the hidden rowid
-        too)."""
-        return ", ".join(
-            f"({c.expression}) AS {quote_ident(c.name)}" if c.expression else quote_ident(c.name)
-            for c in self.columns
-        ) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+    def own_columns(self, with_rowid: bool = False, stored: bool = False) -> str:
+        """Select-list of the columns from a copy of the rows (a world's live rows; ``stored``:
+        a copy in storage, an overlay or a world's history): a generated column computed from
+        the copy's values (``with_rowid``: the hidden rowid too)."""
+        out = []
+        for c in self.columns:
+            if c.expression:
+                expr = self.stored_expression(c.expression) if stored else c.expression
+                out.append(f"({expr}) AS {quote_ident(c.name)}")
+            elif stored and c.stored:
+                out.append(f"{quote_ident(c.stored)} AS {quote_ident(c.name)}")
+            else:
+                out.append(quote_ident(c.name))
+        return ", ".join(out) + (f", {quote_ident(ROWID_COL)}" if with_rowid else "")
+
+    def stored_expression(self, expr: str) -> str:
+        """An expression over the world's columns (a generated column's) over their storage
+        names instead: the names it reads, as SQLite's tokenizer finds them, swapped."""
+        if not self.renamed:
+            return expr
+        by_name = {c.name.lower(): c.stored for c in self.columns if c.stored}
+        out, at = [], 0
+        for text, kind, start, end in tokens(expr):
+            if kind in ("word", "name") and text.lower() in by_name:
+                out += [expr[at:start], quote_ident(by_name[text.lower()])]
+                at = end
+        return "".join(out) + expr[at:]
+
+    def stored_list(self, prefix: str = "", columns: list[str] | None = None) -> str:
+        """The columns (``columns``, or all of them) as storage names them, comma-separated,
+        each after ``prefix`` (an alias and a dot)."""
+        names = self.column_names if columns is None else columns
+        return ", ".join(prefix + self.col(c) for c in names)
 
     @property
     def column_names(self) -> list[str]:
@@ -110,7 +152,7 @@ class TableInfo:
         """The key of a row of the real table, as an SQL expression (a row value if composite)."""
         if self.key_kind == "rowid":
             return f"{prefix}rowid"
-        cols = [prefix + quote_ident(c) for c in self.pk]
+        cols = [prefix + self.col(c) for c in self.pk]
         return cols[0] if len(cols) == 1 else "(" + ", ".join(cols) + ")"
 
 

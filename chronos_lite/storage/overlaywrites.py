@@ -53,7 +53,7 @@ def allocate(t: TableInfo, n: int, given: str | None, known: bool = False) -> tu
         # main deleted after its fork.
         top = (
             f"max(coalesce((SELECT max(rowid) FROM main.{quote_ident(t.stored)}), 0), "
-            f"coalesce((SELECT max({quote_ident(t.key_cols[0])}) FROM main.{history_table(n)}), 0))"
+            f"coalesce((SELECT max({t.col(t.key_cols[0])}) FROM main.{history_table(n)}), 0))"
         )
         step = (
             f"UPDATE {table} SET {col} = CASE WHEN {chk} IS NULL THEN max({col}, {top}) + 1 "
@@ -72,14 +72,11 @@ def _upsert_clause(t: TableInfo, dead: bool) -> str:
 
     An upsert, not INSERT OR REPLACE: an outer INSERT OR IGNORE would turn REPLACE into a skip.
     """
-    keys = ", ".join(quote_ident(c) for c in t.key_cols)
+    keys = t.stored_list(columns=list(t.key_cols))
     sets = [f"{SEQ} = excluded.{SEQ}", f"{DEAD} = {int(dead)}"]
     for c in t.columns:
         if c.name not in t.key_cols:
-            sets.append(
-                f"{quote_ident(c.name)} = "
-                + ("NULL" if dead else f"excluded.{quote_ident(c.name)}")
-            )
+            sets.append(f"{t.col(c.name)} = " + ("NULL" if dead else f"excluded.{t.col(c.name)}"))
     return f" ON CONFLICT ({WORLD}, {keys}) DO UPDATE SET {', '.join(sets)}"
 
 
@@ -96,20 +93,21 @@ def write_row(
     ``fresh``: a key just taken from the shared counter, past every key main or a world has
     had: no entry before it to remember, no main row to hide."""
     o = f"main.{overlay_table(n)}"
-    cols = [quote_ident(c.name) for c in t.writable]
+    cols = [t.col(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
         vals.append(key[0])
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
-    names = [quote_ident(c) for c in t.column_names] + (
-        [quote_ident(ROWID_COL)] if t.key_kind == "rowid" else []
-    )
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)  # (the TEMP tables': the world's names)
+    stored_kcols = t.stored_list(columns=list(t.key_cols))
+    rowid = [quote_ident(ROWID_COL)] if t.key_kind == "rowid" else []
+    names = [quote_ident(c) for c in t.column_names] + rowid
+    sources = [t.col(c) for c in t.column_names] + rowid
     sets = ", ".join(f"{c} = excluded.{c}" for c in names)
-    same = f"({kcols}) = ({', '.join(key)})"
+    same = f"({stored_kcols}) = ({', '.join(key)})"
     wh = f"main.{wh_table(n)}"
     remember = (
-        f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {kcols}) "
+        f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {stored_kcols}) "
         f"SELECT {world}, {CLOCK}, {NOW}, 0, {', '.join(key)} WHERE {go}"
         if fresh
         else _remember(t, n, world, key, f"WHERE {go}")
@@ -128,7 +126,7 @@ def write_row(
             if not fresh
             else []
         ),
-        f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) SELECT {', '.join(names)} "
+        f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) SELECT {', '.join(sources)} "
         f"FROM {o} WHERE {WORLD} = {world} AND {same} AND {go} "
         f"ON CONFLICT ({kcols}) DO UPDATE SET {sets}",
     ]
@@ -138,10 +136,11 @@ def tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> l
     """Tombstones for the keys ``keys`` (expressions) of the rows ``tail`` (a WHERE clause, or
     a FROM ... WHERE clause) selects."""
     o = f"main.{overlay_table(n)}"
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+    kcols = ", ".join(quote_ident(c) for c in t.key_cols)  # (the TEMP tables': the world's names)
+    stored_kcols = t.stored_list(columns=list(t.key_cols))
     return [
         _remember(t, n, world, keys, tail),
-        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {kcols}) "
+        f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {stored_kcols}) "
         f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
         f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(keys)} {tail} "
         f"ON CONFLICT DO NOTHING",
@@ -161,10 +160,10 @@ def _remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> s
     o, wh = f"main.{overlay_table(n)}", f"main.{wh_table(n)}"
     aliases = [f"_k{i}" for i in range(len(keys))]
     picked = ", ".join(f"{k} AS {a}" for k, a in zip(keys, aliases))
-    on = " AND ".join(f"_o.{quote_ident(c)} = _s.{a}" for c, a in zip(t.key_cols, aliases))
+    on = " AND ".join(f"_o.{t.col(c)} = _s.{a}" for c, a in zip(t.key_cols, aliases))
     rest = [c for c in t.column_names if c not in t.key_cols]
-    cols = ", ".join(quote_ident(c) for c in (*t.key_cols, *rest))
-    values = ", ".join([*(f"_s.{a}" for a in aliases), *(f"_o.{quote_ident(c)}" for c in rest)])
+    cols = t.stored_list(columns=[*t.key_cols, *rest])
+    values = ", ".join([*(f"_s.{a}" for a in aliases), *(f"_o.{t.col(c)}" for c in rest)])
     return (
         f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {DEAD}, {cols}) "
         f"SELECT {world}, {CLOCK}, {NOW}, _o.{WORLD} IS NOT NULL, _o.{DEAD}, {values} "

@@ -211,14 +211,14 @@ def _write(
 
 def key_where(t: TableInfo, prefix: str = "") -> str:
     """The key columns (history and overlay spell them alike) equal to ? each."""
-    return " AND ".join(f"{prefix}{quote_ident(c)} = ?" for c in t.key_cols)
+    return " AND ".join(f"{prefix}{t.col(c)} = ?" for c in t.key_cols)
 
 
 def main_key_where(t: TableInfo) -> str:
     """Main's row of a key: its rowid, or its primary key columns."""
     if t.key_kind == "rowid":
         return "rowid = ?"
-    return " AND ".join(f"{quote_ident(c)} = ?" for c in t.pk)
+    return " AND ".join(f"{t.col(c)} = ?" for c in t.pk)
 
 
 def as_row(t: TableInfo, values: tuple) -> dict[str, Any]:
@@ -236,7 +236,7 @@ def main_row(conn: apsw.Connection, t: TableInfo, key: tuple) -> dict | None:
 
 def main_as_of(conn: apsw.Connection, n: int, t: TableInfo, key: tuple, seq: int) -> dict | None:
     """Main's row as it was when the table's history stood at ``seq``."""
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    cols = t.stored_list()
     past = conn.execute(
         f"select {OP}, {cols} from main.{history_table(n)} where {key_where(t)} "
         f"and {SEQ} > ? order by {SEQ} limit 1",
@@ -261,7 +261,7 @@ def overlay_entry(
     conn: apsw.Connection, n: int, t: TableInfo, world: int, key: tuple
 ) -> tuple[bool, dict | None, int] | None:
     """(found, row or None for a tombstone, seq) of a world's overlay entry for a key."""
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    cols = t.stored_list()
     row = conn.execute(
         f"select {DEAD}, {SEQ}, {cols} from main.{overlay_table(n)} "
         f"where {WORLD} = ? and {key_where(t)}",
@@ -280,7 +280,7 @@ def view_row(session: Session, n: int, t: TableInfo, key: tuple) -> dict | None:
     if t.key_kind == "rowid":
         source, where = f"temp.{key_view(n)}", f"{quote_ident(ROWID_COL)} = ?"
     else:
-        source, where = f"temp.{quote_ident(t.name)}", main_key_where(t)
+        source, where = f"temp.{quote_ident(t.name)}", _key_condition(t, "")
     row = session.conn.execute(f"select {cols} from {source} where {where}", key).fetchone()
     return as_row(t, row) if row is not None else None
 

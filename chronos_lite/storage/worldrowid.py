@@ -213,7 +213,7 @@ def _source(t: TableInfo, n: int, alias: str) -> _Source:
         rows = f"SELECT v.{_ROWID} AS _r, {picked} FROM temp.{key_view(n)} AS v"
         writable = tuple(c.name for c in t.writable)
         return _Source(t.name, cols, rows, key_view(n), _ROWID, writable, "", _counter(t, n))
-    same = " AND ".join(f"m.{quote_ident(c)} = v.{quote_ident(c)}" for c in t.pk)
+    same = " AND ".join(f"m.{t.col(c)} = v.{quote_ident(c)}" for c in t.pk)
     rowid = f"(SELECT m.rowid FROM main.{quote_ident(t.stored)} AS m WHERE {same})"
     return _Source(t.name, cols, f"SELECT {rowid} AS _r, {picked} FROM temp.{alias} AS v")
 

@@ -1,7 +1,8 @@
 """Schema changes made on a world, and the schema a branch has.
 
-The changes: CREATE TABLE, ALTER TABLE ... ADD COLUMN, ... RENAME TO, ... DROP COLUMN, DROP
-TABLE; CREATE [UNIQUE] INDEX, DROP INDEX, CREATE VIEW, DROP VIEW, CREATE TRIGGER, DROP TRIGGER.
+The changes: CREATE TABLE, ALTER TABLE ... ADD COLUMN, ... RENAME TO, ... RENAME COLUMN, ...
+DROP COLUMN, DROP TABLE; CREATE [UNIQUE] INDEX, DROP INDEX, CREATE VIEW, DROP VIEW, CREATE
+TRIGGER, DROP TRIGGER.
 
 A world's schema is main's, plus the changes the world made, plus those its ancestors made
 before it forked (kept as ops in ``_chronos_schema``). Every read and write path then works
@@ -13,8 +14,10 @@ unchanged on the world's tables:
 * A column a world adds is a column of the table's overlay and history; main's rows read its
   default in the world. Merged into main, main's table gets the column.
 * A table a world renames is read under its new name; a column it drops is left out of its
-  views (the overlay keeps it, unwritten). Merged into main, main's table is renamed, or loses
-  the column.
+  views (the overlay keeps it, unwritten). A column it renames keeps its storage name (main's,
+  in main's table, its history, the overlay: ``Column.stored``); the world's views show it
+  under the new one. Merged into main, main's table is renamed, loses the column, or renames it
+  (and the storage follows main's name, as for any rename on main).
 * A table a world drops disappears from the world's views. Merged into main, it is dropped,
   unless main changed its rows since the fork (a conflict).
 
@@ -36,13 +39,13 @@ import apsw
 from ..sqltext import quote_ident
 from . import shadow, worlds
 from .appschema import UserTrigger, read_rules, read_triggers
-from .catalog import PREFIX, Column, TableInfo, table_info
+from .catalog import PREFIX, Column, TableInfo, generated_expressions, table_info
 from .fetch import all_rows, one_row
 
 DROPPED = f"{PREFIX}dropped:"  # a world's placeholder for a table it dropped reads this (absent)
 WORKS = (
     "a world can CREATE and DROP a TABLE, an INDEX, a VIEW or a TRIGGER, and ALTER TABLE ... "
-    "ADD COLUMN, RENAME TO or DROP COLUMN (they merge as schema changes)"
+    "ADD COLUMN, RENAME TO, RENAME COLUMN or DROP COLUMN (they merge as schema changes)"
 )
 # The ops kept as their statement: (kind, what it makes or drops)
 STATEMENT_OPS = {
@@ -84,6 +87,8 @@ class Op:
         if self.kind == "drop_column":
             column = quote_ident(self.detail["column"])
             return f"ALTER TABLE {quote_ident(self.name)} DROP COLUMN {column}"
+        if self.kind == "rename_column":  # (by the names then, in the statement's words)
+            return f"ALTER TABLE {quote_ident(self.name)}{self.detail['rest']}"
         return f"DROP TABLE {name}"
 
 
@@ -159,6 +164,9 @@ def apply_ops(
             kept = tuple(c for c in t.columns if c.name.lower() != gone)
             lost = {c.name for c in t.columns if c.name.lower() == gone}
             out[name] = (n, replace(t, columns=kept, world_columns=t.world_columns - lost))
+        elif op.kind == "rename_column":
+            n, t = out[name]
+            out[name] = (n, renamed_column(t, op.detail["column"], op.detail["to"]))
         elif op.kind == "add":
             n, t = out[name]
             col = Column(**op.detail["column"])
@@ -174,6 +182,30 @@ def apply_ops(
         else:
             del out[name]
     return out
+
+
+def renamed_column(t: TableInfo, old: str, new: str) -> TableInfo:
+    """A table whose column ``old`` the world calls ``new`` (stored under its name as before;
+    unchanged if it has no such column: main renamed or dropped it since)."""
+    found = next((c for c in t.columns if c.name.lower() == old.lower()), None)
+    if found is None:
+        return t
+
+    def swap(name: str) -> str:
+        return new if name == found.name else name
+
+    stored = found.stored or found.name
+    col = replace(found, name=new, stored="" if stored == new else stored)
+    extra = t.world_columns
+    if found.name in extra:  # (a column the world added: stored under the name it was added as)
+        extra = (extra - {found.name}) | {new}
+    return replace(
+        t,
+        columns=tuple(col if c is found else c for c in t.columns),
+        pk=tuple(swap(c) for c in t.pk),
+        uniques=tuple(tuple(swap(c) for c in u) for u in t.uniques),
+        world_columns=extra,
+    )
 
 
 def find_table(tables: dict, name: str) -> tuple[str, int, TableInfo] | None:
@@ -283,7 +315,13 @@ def branch_schema(
                 (name,),
             ).fetchone()
             if row is not None:  # (its rules as the branch has them, by the branch's names)
-                t = replace(t, rules=read_rules(db, "main", row[0], row[1]))
+                t = replace(t, rules=read_rules(db, "main", row[0], row[1]), sql=row[1])
+                if t.renamed and t.generated:  # (their expressions by the branch's names too)
+                    found = generated_expressions(row[1])
+                    cols = tuple(
+                        replace(c, expression=found.get(c.name, c.expression)) for c in t.columns
+                    )
+                    t = replace(t, columns=cols)
             ruled[name] = (n, t)
         views = tuple(
             (name, sql)

@@ -41,7 +41,13 @@ def live_table(n: int) -> str:
 
 
 def _keys(t: TableInfo) -> list[str]:
+    """The key's columns as the TEMP tables name them (the world's names)."""
     return [quote_ident(c) for c in t.key_cols]
+
+
+def _stored_keys(t: TableInfo) -> list[str]:
+    """The key's columns as storage names them (main's table, history, overlay)."""
+    return [t.col(c) for c in t.key_cols]
 
 
 def _row(items: list[str]) -> str:
@@ -98,15 +104,15 @@ def _mirror(sql: str, name: str, table: str) -> str | None:
 def view_select(t: TableInfo, n: int, with_rowid: bool = False) -> str:
     """A materialized table's rows: main's whose key isn't hidden, and the live ones (a
     generated column computed from the world's own values)."""
-    main_key = f"_m.{_keys(t)[0]}" if t.key_kind == "int" else None
+    main_key = f"_m.{_stored_keys(t)[0]}" if t.key_kind == "int" else None
     if t.key_kind == "rowid":
         main_key = "_m.rowid"
     elif t.key_kind in ("single", "composite"):
-        main_key = _row([f"_m.{quote_ident(c)}" for c in t.pk])
+        main_key = _row([f"_m.{t.col(c)}" for c in t.pk])
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
     hidden = f"{main_key} NOT IN (SELECT {', '.join(_keys(t))} FROM temp.{hidden_table(n)})"
     if t.key_kind in ("single", "composite"):  # (SQLite's legacy NULL keys: main's alone)
-        nulls = " OR ".join(f"_m.{quote_ident(c)} IS NULL" for c in t.pk)
+        nulls = " OR ".join(f"_m.{t.col(c)} IS NULL" for c in t.pk)
         hidden = f"({nulls} OR {hidden})"
     main_arm = (
         f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
@@ -132,19 +138,20 @@ def differs(conn: apsw.Connection, n: int, world: int, seq: int) -> bool:
 def fill(conn: apsw.Connection, t: TableInfo, n: int, world: int, seq: int) -> int:
     """The TEMP tables from the file: the world's overlay, and main's rows as of the fork for
     the keys main changed since. Returns main's history position they are pinned to."""
-    keys = ", ".join(_keys(t))
+    keys, stored_keys = ", ".join(_keys(t)), ", ".join(_stored_keys(t))
     cols = ", ".join(quote_ident(c) for c in t.column_names)
     rowid = f", {quote_ident(ROWID_COL)}" if t.key_kind == "rowid" else ""
     o = f"main.{overlay_table(n)}"
     conn.execute(f"DELETE FROM temp.{hidden_table(n)}")
     conn.execute(f"DELETE FROM temp.{live_table(n)}")
     conn.execute(
-        f"INSERT INTO temp.{hidden_table(n)}({keys}) SELECT {keys} FROM {o} WHERE {WORLD} = ?",
+        f"INSERT INTO temp.{hidden_table(n)}({keys}) SELECT {stored_keys} FROM {o} "
+        f"WHERE {WORLD} = ?",
         (world,),
     )
     conn.execute(
-        f"INSERT INTO temp.{live_table(n)}({cols}{rowid}) SELECT {cols}{rowid} FROM {o} "
-        f"WHERE {WORLD} = ? AND {DEAD} = 0",
+        f"INSERT INTO temp.{live_table(n)}({cols}{rowid}) SELECT {t.stored_list()}{rowid} "
+        f"FROM {o} WHERE {WORLD} = ? AND {DEAD} = 0",
         (world,),
     )
     return pin(conn, t, n, seq, seq)
@@ -157,28 +164,30 @@ def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> in
     now = one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from {h}"))[0]
     if now <= since:
         return since
-    keys = _keys(t)
+    keys, stored = _keys(t), _stored_keys(t)
     x = f"temp.{hidden_table(n)}"
     picked = ", ".join(f"json_extract(k, '$[{i}]')" for i in range(len(keys)))
     conn.execute("DELETE FROM temp._chronos_pins")
     conn.execute(  # (keys as JSON arrays: one column whatever the key's shape)
-        f"INSERT INTO temp._chronos_pins(k) SELECT DISTINCT json_array({', '.join(keys)}) "
-        f"FROM {h} WHERE {SEQ} > ? AND {_row(keys)} NOT IN (SELECT {', '.join(keys)} FROM {x})",
+        f"INSERT INTO temp._chronos_pins(k) SELECT DISTINCT json_array({', '.join(stored)}) "
+        f"FROM {h} WHERE {SEQ} > ? AND {_row(stored)} NOT IN (SELECT {', '.join(keys)} FROM {x})",
         (since,),
     )
     conn.execute(f"INSERT INTO {x}({', '.join(keys)}) SELECT {picked} FROM temp._chronos_pins")
     names = [quote_ident(c) for c in t.column_names]
+    sources = [t.col(c) for c in t.column_names]
     if t.key_kind == "rowid":
         names.append(quote_ident(ROWID_COL))
-    same = " AND ".join(f"h2.{k} = h.{k}" for k in keys)
+        sources.append(quote_ident(ROWID_COL))
+    same = " AND ".join(f"h2.{k} = h.{k}" for k in stored)
     first = (  # the key's first history record after the fork: its row then (op 1)
         f"h.{SEQ} > ? AND NOT EXISTS (SELECT 1 FROM {h} AS h2 "
         f"WHERE {same} AND h2.{SEQ} > ? AND h2.{SEQ} < h.{SEQ})"
     )
     conn.execute(
         f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) "
-        f"SELECT {', '.join('h.' + c for c in names)} FROM {h} AS h WHERE h.{OP} = 1 "
-        f"AND json_array({', '.join('h.' + k for k in keys)}) IN "
+        f"SELECT {', '.join('h.' + c for c in sources)} FROM {h} AS h WHERE h.{OP} = 1 "
+        f"AND json_array({', '.join('h.' + k for k in stored)}) IN "
         f"(SELECT k FROM temp._chronos_pins) AND {first}",
         (seq, seq),
     )

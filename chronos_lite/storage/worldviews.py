@@ -25,19 +25,23 @@ def key_view(n: int) -> str:
 
 
 def _cols(t: TableInfo, prefix: str = "") -> str:
-    return ", ".join(prefix + quote_ident(c) for c in t.column_names)
+    """The columns of a shadow row (history), by the world's names."""
+    return ", ".join(
+        f"{prefix}{t.col(c)} AS {quote_ident(c)}" if t.renamed else prefix + quote_ident(c)
+        for c in t.column_names
+    )
 
 
 def _same_key(t: TableInfo, left: str, right: str) -> str:
     """Shadow row ``left`` and shadow row ``right`` hold the same key."""
-    return " AND ".join(f"{left}.{quote_ident(c)} = {right}.{quote_ident(c)}" for c in t.key_cols)
+    return " AND ".join(f"{left}.{t.col(c)} = {right}.{t.col(c)}" for c in t.key_cols)
 
 
 def _main_row_is(t: TableInfo, shadow: str) -> str:
     """Shadow row ``shadow`` holds the key of the live main row ``_m``."""
     if t.key_kind == "rowid":
         return f"{shadow}.{quote_ident(ROWID_COL)} = _m.rowid"
-    return " AND ".join(f"{shadow}.{quote_ident(c)} = _m.{quote_ident(c)}" for c in t.pk)
+    return " AND ".join(f"{shadow}.{t.col(c)} = _m.{t.col(c)}" for c in t.pk)
 
 
 def main_as_of(t: TableInfo, n: int, seq: int, with_rowid: bool = False) -> str:
@@ -106,7 +110,7 @@ def world_at(
         f"AND h2.{SEQ} > {seq} AND h2.{SEQ} < h.{SEQ}) "
         f"AND NOT {had_entry(lambda a: _same_key(t, a, 'h'))}"
     )
-    own_cols = t.own_columns(with_rowid)
+    own_cols = t.own_columns(with_rowid, stored=True)
     now = (
         f"SELECT {own_cols} FROM {o} AS e WHERE e.{WORLD} = {world} AND e.{DEAD} = 0 "
         f"AND NOT EXISTS (SELECT 1 FROM {wh} AS x WHERE x.{WORLD} = {world} "

@@ -348,8 +348,9 @@ def _insert_trigger(
     steps += _fk_added(wt, values, None)
     if log:
         o = f"main.{overlay_table(n)}"
-        where = f"{go} AND {WORLD} = {wt.world} AND {_row(wt.key_cols)} = {_row(key)}"
-        steps.append(_log_keys(t, o, where))
+        stored = [t.col(c) for c in t.key_cols]
+        where = f"{go} AND {WORLD} = {wt.world} AND {_row(stored)} = {_row(key)}"
+        steps.append(_log_keys(o, stored, where))
     steps.append(f"{COUNT} AND {go}")
     steps += fire(
         wt.events, "AFTER", "INSERT", go, new_rowid=_rowid_of(wt, key), stored=_stored(wt, key)
@@ -474,11 +475,11 @@ def forward_triggers(wt: WorldTable) -> list[str]:
 # --- upsert and RETURNING ------------------------------------------------------------------
 
 
-def _log_keys(t: TableInfo, source: str, where: str) -> str:
-    """Record the keys an INSERT wrote, for its RETURNING clause."""
-    kcols = ", ".join(quote_ident(c) for c in t.key_cols)
+def _log_keys(source: str, keys: list[str], where: str) -> str:
+    """Record the keys an INSERT wrote (``keys``: their columns in ``source``), for its
+    RETURNING clause."""
     return (
-        f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({kcols}) "
+        f"INSERT INTO temp._chronos_inserted(k) SELECT json_array({', '.join(keys)}) "
         f"FROM {source} WHERE {where}"
     )
 
@@ -494,7 +495,7 @@ def _upsert_steps(wt: WorldTable, upsert: Upsert, values: dict[str, str], log: b
         where = f" AND ({upsert.condition})" if upsert.condition else ""
         steps.append(f"UPDATE {view} SET {upsert.assignments} WHERE {hit} AND {match}{where}")
         if log:
-            steps.append(_log_keys(t, view, f"{hit} AND {match}"))
+            steps.append(_log_keys(view, wt.key_cols, f"{hit} AND {match}"))
     if wt.steps.skipping:
         steps.append(f"UPDATE {CTX} SET skip = 1 WHERE {hit}")
     else:
