@@ -242,8 +242,58 @@ def bench_table(n: int, lookups: int, rounds: int, work: Path) -> list[Figure]:
     figures, _ = measure(
         conns, copies, table_shapes(n, lookups, random.Random(5)), rounds, label(n)
     )
+    figures += sql_count(db, copies, rounds, label(n))
     close_all(db, copies)
     return figures
+
+
+BRANCHES = {  # (make_worlds' worlds by name)
+    "main": "main",
+    "changed, depth 1": "changed1",
+    "changed, depth 8": "chain8",
+    "untouched, depth 1": "untouched1",
+    "untouched, depth 8": "still8",
+}
+
+
+def sql_count(
+    db: chronos_lite.Chronos, copies: dict[str, apsw.Connection], rounds: int, tag: str
+) -> list[Figure]:
+    """``select count(*) from items`` through ``db.sql`` (chronos' statement path, which every
+    front end takes: a changed world's count is computed apart there), on each branch against
+    main's, best of ``rounds``; each answer checked against the plain copy."""
+    sql = "select count(*) from items"
+
+    def count(branch: str) -> int:
+        return db.sql(sql, branch=branch).results[-1].rows[0][0]
+
+    wrong = {
+        name
+        for name, branch in BRANCHES.items()
+        if count(branch)
+        != copies[name.split(",")[0] if name != "main" else "untouched"].execute(sql).fetchone()[0]
+    }
+    jobs = {name: (lambda b=branch: timed(lambda: count(b))) for name, branch in BRANCHES.items()}
+    best = best_of(rounds, jobs)
+    out = []
+    for name in BRANCHES:
+        if name == "main":
+            continue
+        # (an untouched world's count is main's own: what it adds is the world's call, which
+        # `prepare` measures)
+        target = None if name.startswith("untouched") else 4
+        f = figure(
+            f"count(*) by db.sql, {tag}, {name}",
+            "ms",
+            best[name] * 1e3,
+            best["main"] * 1e3,
+            "db.sql on main",
+            at_most=target,
+        )
+        if name in wrong or "main" in wrong:
+            f.name, f.passed = f.name + " WRONG ANSWER", False
+        out.append(f)
+    return out
 
 
 def bench_reads(sizes: Sizes, work: Path) -> list[Figure]:

@@ -250,6 +250,13 @@ def _record(
 
 
 def _statement(call: _Call, stmt: str) -> StatementResult:
+    """Run one statement; its result names it as the caller wrote it (not as rewritten)."""
+    result = _run_statement(call, stmt)
+    result.sql = stmt
+    return result
+
+
+def _run_statement(call: _Call, stmt: str) -> StatementResult:
     db, session = call.db, call.session
     conn = session.conn
     words = sqltext.keywords(stmt, 6)
@@ -270,6 +277,8 @@ def _statement(call: _Call, stmt: str) -> StatementResult:
         return StatementResult(stmt, tag=world_ddl.run(db, session, stmt), ddl=True)
     if "OF" in sqltext.all_words(stmt):
         stmt = timetravel.as_of(db, session, stmt)
+    elif session.world is not None and words[:1] == ["SELECT"]:
+        stmt = worldrun.counted(session, stmt)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words and call.access.write:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say

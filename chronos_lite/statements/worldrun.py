@@ -5,6 +5,7 @@ when its transaction commits (the deferred ones), as SQLite checks them on main.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,11 +13,33 @@ import apsw
 
 from .. import errors, sqltext
 from ..errors import ChronosError
-from ..storage import worldschema, worldsql
+from ..storage import worldschema, worldsql, worldstate
 from ..storage.fetch import one_row
 from ..storage.session import Session
 
 T = TypeVar("T")
+
+# ``SELECT count(*) FROM <table>`` and nothing else (one name, unqualified, no clause after it)
+_COUNT_ALL = re.compile(
+    r'^\s*select\s+(count\s*\(\s*\*\s*\))\s+from\s+("(?:[^"]|"")+"|[A-Za-z_][\w$]*)\s*;?\s*$',
+    re.IGNORECASE,
+)
+
+
+def counted(session: Session, stmt: str) -> str:
+    """A whole table's ``count(*)`` on a world, as SQLite counts main's: a view over main's rows
+    and the world's can't use the b-tree count, so a materialized table's is computed apart
+    (``worldstate.count_select``). Any other statement comes back as it is."""
+    found = _COUNT_ALL.match(stmt)
+    if found is None or session.schema is None or session.past:
+        return stmt
+    name = found.group(2)
+    if name.startswith('"'):
+        name = name[1:-1].replace('""', '"')
+    table = worldschema.find_table(session.schema.tables, name)
+    if table is None or table[1] not in session.materialized or table[2].fts_content:
+        return stmt
+    return worldstate.count_select(table[2], table[1], found.group(1))
 
 
 def ended(conn: apsw.Connection, commit: Callable[[apsw.Connection], Any]) -> None:

@@ -11,9 +11,16 @@ from typing import Any
 
 import apsw
 
-from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError, from_sqlite
+from ..errors import (
+    BAD_ARGUMENT,
+    FOREIGN_KEY_VIOLATION,
+    NOT_FOUND,
+    REFUSED,
+    ChronosError,
+    from_sqlite,
+)
 from ..sqltext import at_most, quote_ident
-from . import events, faults, placement, worlds, worldsql
+from . import events, faults, guard, placement, worlds, worldsql
 from .branchref import BranchRef
 from .catalog import ROWID_COL, TableInfo
 from .db import Database, Session
@@ -136,12 +143,18 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
 
 
 def put(db: Database, branch: str | None, table: str, id_text: str, record: dict) -> bool:
-    """Create or replace a whole row. Returns True if it was created."""
+    """Create or replace a whole row. Returns True if it was created.
+
+    Replaced in place, by key, as an upsert would (Postgres' ``ON CONFLICT ... DO UPDATE``): an
+    UPDATE of every column (those the record leaves out take their default), so the row's
+    children and its delete triggers never see it go, and a unique value another row holds is
+    refused (23505), never that row deleted as ``INSERT OR REPLACE`` would."""
     session = db.session(branch)
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
     row = _check_record(t, record, key, id_text)
     source, rowid_col = _source(session, n, t, write=True)
+    where = _key_condition(t, rowid_col)
     cols = list(row)
     values = list(row.values())
     if t.key_kind == "rowid":
@@ -149,14 +162,27 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
         values.append(key[0])
     names = ", ".join(c if c in ("rowid", quote_ident(ROWID_COL)) else quote_ident(c) for c in cols)
     marks = ", ".join("?" for _ in cols)
-    exists = f"select 1 from {source} where {_key_condition(t, rowid_col)}"
+    sets, args = [], []
+    for c in t.writable:
+        if c.name in t.pk:
+            continue
+        if c.name in row:
+            sets.append(f"{quote_ident(c.name)} = ?")
+            args.append(row[c.name])
+        else:
+            sets.append(f"{quote_ident(c.name)} = {c.default if c.default is not None else 'NULL'}")
 
     def run(conn: apsw.Connection) -> bool:
-        created = conn.execute(exists, key).fetchone() is None
-        conn.execute(f"insert or replace into {source}({names}) values ({marks})", values)
-        return created
+        if conn.execute(f"select 1 from {source} where {where}", key).fetchone() is None:
+            conn.execute(f"insert into {source}({names}) values ({marks})", values)
+            return True
+        if sets:
+            conn.execute(f"update {source} set {', '.join(sets)} where {where}", [*args, *key])
+        return False
 
-    return _write(db, session, run, {"put": row_key(t, key)})
+    names_of = [c.lower() for c in t.column_names]
+    mask = sum(1 << i for i, c in enumerate(names_of) if i < 62 and c in {k.lower() for k in row})
+    return _write(db, session, run, {"put": row_key(t, key)}, (n, mask))
 
 
 def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
@@ -175,35 +201,73 @@ def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
 
 
 def _write(
-    db: Database, session: Session, action: Callable[[apsw.Connection], Any], what: dict
+    db: Database,
+    session: Session,
+    action: Callable[[apsw.Connection], Any],
+    what: dict,
+    named: tuple[int, int] | None = None,
 ) -> Any:
     """Run one row write as its own transaction (recorded as an event of the branch); on a
-    world it moves the version on."""
+    world it moves the version on, and its foreign keys are checked at its end, as SQLite checks
+    main's. ``named``: on a world, (table, mask) of the columns an INSERT names (the others take
+    their defaults). A world's table the write reaches through a trigger or a foreign-key
+    action that the world still reads as main's own is made the world's first, then the write
+    runs again (it had run nothing)."""
     conn = session.conn
     if session.past:
         db.end_call(session)
         raise BranchRef.parse(session.branch).read_only()
+    promoted: set[str] = set()
     try:
-        with db.write(conn):
-            if session.world is not None:
-                tick = events.clock(conn) + 1
-                worldsql.begin_world_write(conn, "replace")
-            else:
-                before = events.positions(conn, db.tables())
-            result = action(conn)
-            if session.world is not None:
-                worlds.bump_version(conn, session.world)
-                db.record(conn, session.world.id, "write", 1, {**what, "clock": [tick, tick]})
-            else:
-                seqs = events.ranges(before, events.positions(conn, db.tables()))
-                db.record(conn, 0, "write", 1, {**what, "seqs": seqs})
-        return result
+        while True:
+            checked = guard.install(conn)
+            checked.denied = None
+            try:
+                return _write_once(db, session, action, what, named)
+            except apsw.AuthError:
+                denied = checked.denied
+                if session.world is None or denied is None or denied.kind != "main":
+                    raise
+                if denied.name in promoted:
+                    raise ChronosError(guard.main_table_message(denied.name), REFUSED) from None
+                promoted.add(denied.name)
+                why = placement.promote(session, denied.name)
+                if why is not None:
+                    raise ChronosError(why, REFUSED) from None
     except faults.FAULTS as exc:  # the disk, the file, the lock: each its own error
         raise faults.describe(exc, db) or exc from None
     except apsw.Error as exc:
         raise from_sqlite(exc) from None
     finally:
         db.end_call(session)
+
+
+def _write_once(
+    db: Database,
+    session: Session,
+    action: Callable[[apsw.Connection], Any],
+    what: dict,
+    named: tuple[int, int] | None,
+) -> Any:
+    conn = session.conn
+    with db.write(conn):
+        if session.world is not None:
+            tick = events.clock(conn) + 1
+            worldsql.begin_world_write(conn, None)
+            if named is not None:
+                worldsql.given_columns(conn, *named)
+        else:
+            before = events.positions(conn, db.tables())
+        result = action(conn)
+        if session.world is not None:
+            if worldsql.broken_keys(conn) or worldsql.broken_keys(conn, transaction=True):
+                raise ChronosError(worldsql.FK_FAILED, FOREIGN_KEY_VIOLATION)
+            worlds.bump_version(conn, session.world)
+            db.record(conn, session.world.id, "write", 1, {**what, "clock": [tick, tick]})
+        else:
+            seqs = events.ranges(before, events.positions(conn, db.tables()))
+            db.record(conn, 0, "write", 1, {**what, "seqs": seqs})
+    return result
 
 
 # --- row readers: a key's row on main, as it was, in an overlay, as a branch sees it ------------

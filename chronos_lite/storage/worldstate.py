@@ -192,3 +192,20 @@ def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> in
         (seq, seq),
     )
     return now
+
+
+def count_select(t: TableInfo, n: int, alias: str) -> str:
+    """``count(*)`` of a materialized table without reading its rows: main's count (SQLite's
+    b-tree count), less main's rows the world hides (a probe per hidden key), plus the world's
+    live rows. ``alias``: the result column's name (the expression as the statement wrote it)."""
+    main = f"main.{quote_ident(t.stored)}"
+    x = f"temp.{hidden_table(n)}"
+    if t.key_kind == "rowid":
+        same = f"_m.rowid = _x.{quote_ident(ROWID_COL)}"
+    else:
+        same = " AND ".join(f"_m.{t.col(c)} = _x.{quote_ident(c)}" for c in t.pk)
+    return (
+        f"SELECT (SELECT count(*) FROM {main}) - (SELECT count(*) FROM {x} AS _x "
+        f"WHERE EXISTS (SELECT 1 FROM {main} AS _m WHERE {same})) + "
+        f"(SELECT count(*) FROM temp.{live_table(n)}) AS {quote_ident(alias)}"
+    )
