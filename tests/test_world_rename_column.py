@@ -130,6 +130,9 @@ def test_a_world_renames_back_and_renames_a_column_it_added(tmp_path):
             "alter table t drop column b",
             "alter table t rename column a to b",
             "select * from t order by id",
+            "alter table t drop column remark",
+            "alter table t add column remark text default 'again'",  # (not the old values)
+            "select * from t order by id",
         ],
     )
 
@@ -273,5 +276,21 @@ def test_a_renamed_key_column_of_any_key_shape(tmp_path, shape):
             "update t set code = 30 where code = 3",
             "delete from t where code = 2",
             "select * from t order by code",
+        ],
+    )
+
+
+def test_a_column_dropped_and_added_again_starts_from_its_default(tmp_path):
+    same_then_merged(
+        tmp_path,
+        SHAPES["integer key"],
+        ROWS["integer key"],
+        [
+            "update t set b = 99 where id = 1",
+            "alter table t drop column b",
+            "alter table t add column b int default 7",
+            "select * from t order by id",
+            "update t set b = 8 where id = 2",
+            "select * from t order by id",
         ],
     )

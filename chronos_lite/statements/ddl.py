@@ -141,6 +141,14 @@ def _alter(db: Database, session: Session, stmt: str) -> str:
         _storage_free(t, col.name)
         for table in shadow.shadow_tables(n):
             schemasync.add_shadow_column(conn, table, col)
+        # (a column of that name the world dropped before, or another world added, is there
+        # already: the world's rows start from the new column's default, as main's would)
+        default = col.default if col.default is not None else "NULL"
+        conn.execute(
+            f"update main.{overlay_table(n)} set {quote_ident(col.name)} = {default} "
+            f"where {WORLD} in (?, ?)",
+            (world.id, -world.id),
+        )
         _record(
             db, conn, world.id, "add", n, tname, {"column_sql": column_sql, "column": col.__dict__}
         )
