@@ -294,3 +294,19 @@ def test_a_column_dropped_and_added_again_starts_from_its_default(tmp_path):
             "select * from t order by id",
         ],
     )
+
+
+def test_a_column_of_a_table_the_world_created_renames_and_merges(db):
+    db.fork("w")
+    db.sql("create table notes(id integer primary key, body text)", branch="w")
+    db.sql("insert into notes(body) values ('hi'), ('yo')", branch="w")
+    db.sql("alter table notes rename column body to text", branch="w")
+    db.sql("update notes set text = 'hey' where id = 1", branch="w")
+    db.merge("w")
+    assert db.query("select * from notes order by id") == [
+        {"id": 1, "text": "hey"},
+        {"id": 2, "text": "yo"},
+    ]
+    db.fork("v")
+    db.sql("update notes set text = 'main' where id = 2")  # (versioned under the new name)
+    assert db.query("select text from notes where id = 2", branch="v") == [{"text": "yo"}]

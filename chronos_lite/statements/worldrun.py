@@ -39,7 +39,7 @@ def counted(session: Session, stmt: str) -> str:
     table = worldschema.find_table(session.schema.tables, name)
     if table is None or table[1] not in session.materialized or table[2].fts_content:
         return stmt
-    return worldstate.count_select(table[2], table[1], found.group(1))
+    return worldstate.count_select(session.conn, table[2], table[1], found.group(1))
 
 
 def ended(conn: apsw.Connection, commit: Callable[[apsw.Connection], Any]) -> None:

@@ -31,6 +31,8 @@ from .catalog import ROWID_COL, TableInfo
 from .fetch import one_row
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 
+IN_MAIN = "_chronos_m"
+
 
 def hidden_table(n: int) -> str:
     return f"_chronos_x{n}"
@@ -54,19 +56,22 @@ def _row(items: list[str]) -> str:
     return items[0] if len(items) == 1 else "(" + ", ".join(items) + ")"
 
 
-def _key_decl(t: TableInfo) -> tuple[str, bool]:
-    """The key's columns for a TEMP table, and whether it is a rowid key."""
+def _key_decl(t: TableInfo, extra: str = "") -> tuple[str, bool]:
+    """The key's columns for a TEMP table (``extra``: more columns after them), and whether it
+    is a rowid key."""
+    more = f", {extra}" if extra else ""
     if t.key_kind in ("int", "rowid"):
-        return f"{_keys(t)[0]} INTEGER PRIMARY KEY", True
+        return f"{_keys(t)[0]} INTEGER PRIMARY KEY{more}", True
     by_name = {c.name: c for c in t.columns}
     cols = ", ".join(f"{quote_ident(c)} {by_name[c].decltype}".rstrip() for c in t.key_cols)
-    return f"{cols}, PRIMARY KEY ({', '.join(_keys(t))})", False
+    return f"{cols}{more}, PRIMARY KEY ({', '.join(_keys(t))})", False
 
 
 def tables_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
     """The TEMP tables of a materialized table (``indexes``: main's CREATE INDEX statements
     on it, mirrored on the live rows, uniqueness left to the world's triggers)."""
-    key, rowid = _key_decl(t)
+    # (IN_MAIN: whether main has a row of the key, NULL until a count needs it: count_select)
+    key, rowid = _key_decl(t, f"{IN_MAIN} INTEGER")
     tail = "" if rowid else " WITHOUT ROWID"
     out = [f"CREATE TEMP TABLE {hidden_table(n)}({key}){tail}"]
     cols = []
@@ -174,6 +179,11 @@ def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> in
         (since,),
     )
     conn.execute(f"INSERT INTO {x}({', '.join(keys)}) SELECT {picked} FROM temp._chronos_pins")
+    conn.execute(  # (main changed these keys: whether it has their rows is known no longer)
+        f"UPDATE {x} SET {IN_MAIN} = NULL WHERE {IN_MAIN} IS NOT NULL AND {_row(keys)} IN "
+        f"(SELECT {', '.join(stored)} FROM {h} WHERE {SEQ} > ?)",
+        (since,),
+    )
     names = [quote_ident(c) for c in t.column_names]
     sources = [t.col(c) for c in t.column_names]
     if t.key_kind == "rowid":
@@ -194,18 +204,23 @@ def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> in
     return now
 
 
-def count_select(t: TableInfo, n: int, alias: str) -> str:
+def count_select(conn: apsw.Connection, t: TableInfo, n: int, alias: str) -> str:
     """``count(*)`` of a materialized table without reading its rows: main's count (SQLite's
-    b-tree count), less main's rows the world hides (a probe per hidden key), plus the world's
-    live rows. ``alias``: the result column's name (the expression as the statement wrote it)."""
+    b-tree count), less main's rows the world hides, plus the world's live rows. Whether main
+    has a hidden key's row is probed once per key and kept (``IN_MAIN``; a key the world writes
+    anew, or main changes, is probed again at the next count). ``alias``: the result column's
+    name (the expression as the statement wrote it)."""
     main = f"main.{quote_ident(t.stored)}"
     x = f"temp.{hidden_table(n)}"
     if t.key_kind == "rowid":
-        same = f"_m.rowid = _x.{quote_ident(ROWID_COL)}"
+        same = f"_m.rowid = {x}.{quote_ident(ROWID_COL)}"
     else:
-        same = " AND ".join(f"_m.{t.col(c)} = _x.{quote_ident(c)}" for c in t.pk)
+        same = " AND ".join(f"_m.{t.col(c)} = {x}.{quote_ident(c)}" for c in t.pk)
+    conn.execute(
+        f"UPDATE {x} SET {IN_MAIN} = EXISTS (SELECT 1 FROM {main} AS _m WHERE {same}) "
+        f"WHERE {IN_MAIN} IS NULL"
+    )
     return (
-        f"SELECT (SELECT count(*) FROM {main}) - (SELECT count(*) FROM {x} AS _x "
-        f"WHERE EXISTS (SELECT 1 FROM {main} AS _m WHERE {same})) + "
+        f"SELECT (SELECT count(*) FROM {main}) - (SELECT count(*) FROM {x} WHERE {IN_MAIN}) + "
         f"(SELECT count(*) FROM temp.{live_table(n)}) AS {quote_ident(alias)}"
     )
