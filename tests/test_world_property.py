@@ -11,6 +11,7 @@ CHRONOS_PROPERTY_EXAMPLES sets how many schemas are tried (CI: 25).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -131,6 +132,30 @@ def test_random_writes_do_on_a_world_what_they_do_on_main(schema, statements):
     ddl, rows = schema
     with tempfile.TemporaryDirectory() as folder:
         same_then_merged(Path(folder), ddl, rows, statements)
+
+
+@RUNS
+@given(
+    schemas(),
+    st.sampled_from(["id", "k", "v", "w"]),
+    st.lists(writes(), min_size=1, max_size=6),
+)
+def test_random_writes_after_renaming_a_column_do_on_a_world_what_they_do_on_main(
+    schema, column, statements
+):
+    """The same, with one of p's columns renamed first (on main, and on the world): its
+    rules, triggers and the child's foreign key follow it; the writes name it anew."""
+    ddl, rows = schema
+    new = f"{column}_{column}"
+
+    def renamed(sql: str) -> str:  # (a write of p names the column by its new name)
+        if not re.search(r"\b(into|update|from) p\b", sql):
+            return sql
+        return re.sub(rf"\b{column}\b", new, sql)
+
+    rename = f"alter table p rename column {column} to {new}"
+    with tempfile.TemporaryDirectory() as folder:
+        same_then_merged(Path(folder), ddl, rows, [rename, *map(renamed, statements)])
 
 
 @st.composite
