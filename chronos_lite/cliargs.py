@@ -55,6 +55,11 @@ ONE_ITEM = {"only_keys"}  # arrays whose one item, not JSON, may hold commas: a 
 
 def _parse_value(spec: dict, text: str, name: str) -> Any:
     kind = spec.get("type")
+    if isinstance(kind, list) and "null" in kind:  # (a value, or null: none)
+        if text.lower() == "null":
+            return None
+        kind = next((k for k in kind if k != "null"), None)
+        spec = {**spec, "type": kind}
     if kind in ("object", "array"):
         try:
             return json.loads(text)

@@ -71,10 +71,12 @@ NORMALIZE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b\d+m\d+\.\d{3}s\b"), "<duration>"),
     # the shell's \timing: `Time: 3.349 ms` (limits and waits, `35,000 ms`, are checked as shown)
     (re.compile(r"\bTime: \d+\.\d+ ms\b"), "Time: <n> ms"),
+    # an agent's token: random, shown once
+    (re.compile(r"\bca_[0-9a-f]{8}_[A-Za-z0-9_-]{43}"), "ca_<token>"),
 ]
 # Names of one thing (a world, a process): where --write puts a run's output in, it shows their
 # ids as the rest of the page already does. Times are the run's: they must agree with each other.
-IDENTITIES = {"w<id>", "process <pid>"}
+IDENTITIES = {"w<id>", "process <pid>", "ca_<token>"}
 
 
 def normalize(text: str) -> str:

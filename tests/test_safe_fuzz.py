@@ -142,6 +142,10 @@ CHRONOS = [
     "RESTORE WORLD main AT '-1 seconds'",
     "UNDO AGENT owner SINCE '-1 hours'",
     "UNDO MERGE outside",
+    "CREATE AGENT evil WITH (rights = 'admin')",
+    "ALTER AGENT bot SET (rights = 'admin')",
+    "DROP AGENT bot",
+    "SHOW AGENTS",
     "SHOW WORLDS",
     "SHOW HISTORY main",
     "DIFF outside",
@@ -292,6 +296,7 @@ def untouchable(folder: Path) -> dict:
         out["outside schema"] = conn.execute(
             "select * from _chronos_schema where world = ?", (wid,)
         ).fetchall()
+        out["agents"] = conn.execute("select * from _chronos_agents order by name").fetchall()
         assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
         return out
     finally:
@@ -312,6 +317,7 @@ def agent(tmp_path_factory) -> Iterator[tuple[Server, Path, dict]]:
         db.fork("outside", meta={"by": "a person"})
         db.sql("update users set name = 'Bo (outside)' where id = 2", branch="outside")
         db.sql("insert into orders(qty) values (7)", branch="outside")
+        db.call("agent", action="create", name="bot", rights=["read"])
     server = Server(folder, "--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
     try:
         server.initialize()

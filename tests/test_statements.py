@@ -13,28 +13,38 @@ from chronos_lite.operations.registry import REGISTRY, Caller
 from chronos_lite.statements.chronos import FORMS, GRAMMAR, is_chronos, parse
 
 # Each form as an error shows it (GRAMMAR with the argument names left out).
-SHOWN = {
-    "fork": "FORK WORLD <name> [FROM <branch>] [WITH (key = value, ...)]",
-    "merge": "MERGE WORLD <branch> [INTO <world>] [AT VERSION <n>] [DRY RUN] "
-    "[RESOLVE ours|theirs] [BY COLUMNS]",
-    "discard": "DISCARD WORLD <branch> [CASCADE]",
-    "branches": "SHOW WORLDS",
-    "history": "SHOW HISTORY [OF] [<branch>] [LIMIT <n>]",
-    "diff": "DIFF [<branch>] [TO <other>] [AS SQL]",
-    "rebase": "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]",
-    "checkpoint": "CHECKPOINT WORLD <branch> [AS] <checkpoint>",
-    "rollback": "ROLLBACK WORLD <branch> TO <checkpoint>",
-    "restore": "RESTORE WORLD <branch> TO '<moment>'",
-    "undo_merge": "UNDO MERGE <branch> [SKIP CHANGED]",
-    "undo_agent": "UNDO AGENT <name> SINCE '<moment>' [WHERE run_id = '<run>']",
-    "use": "USE WORLD <branch>",
-}
+SHOWN = [
+    ("fork", "FORK WORLD <name> [FROM <branch>] [WITH (key = value, ...)]"),
+    (
+        "merge",
+        "MERGE WORLD <branch> [INTO <world>] [AT VERSION <n>] [DRY RUN] "
+        "[RESOLVE ours|theirs] [BY COLUMNS]",
+    ),
+    ("discard", "DISCARD WORLD <branch> [CASCADE]"),
+    ("branches", "SHOW WORLDS"),
+    ("history", "SHOW HISTORY [OF] [<branch>] [LIMIT <n>]"),
+    ("diff", "DIFF [<branch>] [TO <other>] [AS SQL]"),
+    ("rebase", "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]"),
+    ("checkpoint", "CHECKPOINT WORLD <branch> [AS] <checkpoint>"),
+    ("rollback", "ROLLBACK WORLD <branch> TO <checkpoint>"),
+    ("restore", "RESTORE WORLD <branch> TO '<moment>'"),
+    ("undo_merge", "UNDO MERGE <branch> [SKIP CHANGED]"),
+    ("undo_agent", "UNDO AGENT <name> SINCE '<moment>' [WHERE run_id = '<run>']"),
+    ("use", "USE WORLD <branch>"),
+    ("agent", "CREATE AGENT <name> [WITH (key = value, ...)]"),
+    ("agent", "ALTER AGENT <name> SET (key = value, ...)"),
+    ("agent", "DROP AGENT <name>"),
+    ("agent", "SHOW AGENTS"),
+]
+
+
+FORM = dict(SHOWN)  # (by operation: those with one form)
 
 
 def test_the_forms_as_shown():
     """What an error shows for each form (and docs/sql.md lists), in GRAMMAR's order."""
-    assert {f.op: f.text for f in FORMS} == SHOWN
-    assert [op for op, _ in GRAMMAR] == list(SHOWN)
+    assert [(f.op, f.text) for f in FORMS] == SHOWN
+    assert [op for op, _ in GRAMMAR] == [op for op, _ in SHOWN]
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -224,6 +234,22 @@ VALID = [
     ("/* first */ FORK /* the */ WORLD w /* last */;", None, "fork", {"name": "w"}),
     ("-- why\nMERGE WORLD w\n  DRY RUN -- look first\n", None, "merge_preview", {"branch": "w"}),
     ("  SHOW\n\tWORLDS  ", None, "branches", {}),
+    # the agent statements: an action, and their list spread out as arguments
+    (
+        "CREATE AGENT bot WITH (rights = 'read, fork', max_query_ms = 2000)",
+        None,
+        "agent",
+        {"action": "create", "name": "bot", "rights": ["read", "fork"], "max_query_ms": 2000},
+    ),
+    ("create agent bot", None, "agent", {"action": "create", "name": "bot"}),
+    (
+        "ALTER AGENT bot SET (enabled = false, max_concurrent = null)",
+        None,
+        "agent",
+        {"action": "alter", "name": "bot", "disable": True, "max_concurrent": None},
+    ),
+    ("DROP AGENT bot", None, "agent", {"action": "drop", "name": "bot"}),
+    ("show agents;", None, "agent", {"action": "list"}),
 ]
 
 
@@ -251,6 +277,8 @@ FULL = [
     "RESTORE WORLD w TO '-1 hour'",
     "UNDO MERGE w SKIP CHANGED",
     "UNDO AGENT bot SINCE '-1 hour' WHERE run_id = 'r1'",
+    "CREATE AGENT bot WITH (rights = 'read', max_concurrent = 2, max_memory_mb = 64)",
+    "ALTER AGENT bot SET (enabled = true, max_query_ms = 100, rights = 'admin')",
 ]
 
 
@@ -367,8 +395,8 @@ def test_malformed(stmt, op, wrong):
     with pytest.raises(ChronosError) as info:
         parse(stmt, "w")
     assert info.value.code == "22023"
-    assert info.value.message.endswith(f"; its form: {SHOWN[op]}")
-    assert wrong in info.value.message.removesuffix(f"; its form: {SHOWN[op]}")
+    assert info.value.message.endswith(f"; its form: {FORM[op]}")
+    assert wrong in info.value.message.removesuffix(f"; its form: {FORM[op]}")
 
 
 # (statement, what the message says): no form of chronos' starts that way
@@ -377,14 +405,13 @@ UNKNOWN = [
     ("show tables;", "unknown statement show tables: chronos has SHOW WORLDS; SHOW HISTORY"),
     (
         "UNDO SOMETHING",
-        f"unknown statement UNDO SOMETHING: chronos has {SHOWN['undo_merge']}; "
-        f"{SHOWN['undo_agent']}",
+        f"unknown statement UNDO SOMETHING: chronos has {FORM['undo_merge']}; {FORM['undo_agent']}",
     ),
     ("UNDO", "unknown statement UNDO: chronos has UNDO MERGE"),
-    ("FORK w", f"unknown statement FORK w: chronos has {SHOWN['fork']}"),
-    ("MERGE w", f"unknown statement MERGE w: chronos has {SHOWN['merge']}"),
-    ("ROLLBACK TABLES", f"unknown statement ROLLBACK TABLES: chronos has {SHOWN['rollback']}"),
-    ("USE w", f"unknown statement USE w: chronos has {SHOWN['use']}"),
+    ("FORK w", f"unknown statement FORK w: chronos has {FORM['fork']}"),
+    ("MERGE w", f"unknown statement MERGE w: chronos has {FORM['merge']}"),
+    ("ROLLBACK TABLES", f"unknown statement ROLLBACK TABLES: chronos has {FORM['rollback']}"),
+    ("USE w", f"unknown statement USE w: chronos has {FORM['use']}"),
     ("select 1", "not a chronos statement: select 1"),
     ("", "not a chronos statement"),
 ]
@@ -426,6 +453,10 @@ def test_an_unclosed_with_says_what_is_missing():
 # --- which statements are chronos' ----------------------------------------------------------
 
 CHRONOS = [
+    "CREATE AGENT bot",
+    "alter agent bot set (enabled = false)",
+    "DROP AGENT bot",
+    "SHOW AGENTS",
     "FORK WORLD w",
     "fork world w",
     "MERGE WORLD w DRY RUN",
@@ -468,6 +499,10 @@ SQLITE = [
     "select 'FORK WORLD w'",
     "-- FORK WORLD w\nselect 1",
     "/* SHOW WORLDS */ select 1",
+    "CREATE TABLE agent(a)",
+    "create table agents(a)",
+    "DROP TABLE agent",
+    "ALTER TABLE agent ADD COLUMN b",
     "EXPLAIN SELECT 1",
     "PRAGMA table_info(users)",
     "BEGIN",
@@ -820,7 +855,7 @@ def test_a_malformed_statement_in_sql(shop):
     with pytest.raises(ChronosError) as info:
         shop.sql("MERGE WORLD w RESOLVE mine")
     assert info.value.code == "22023"
-    assert info.value.message == f"expected ours|theirs, not mine; its form: {SHOWN['merge']}"
+    assert info.value.message == f"expected ours|theirs, not mine; its form: {FORM['merge']}"
     with pytest.raises(ChronosError, match="^unknown statement SHOW TABLES: chronos has"):
         shop.sql("SHOW TABLES")
 
@@ -909,7 +944,7 @@ def test_safe_mode_malformed_shows_the_form(agent_shop):
     with pytest.raises(ChronosError) as info:
         agent_shop.call("sql", caller=Caller(mode="safe"), sql="MERGE WORLD w AT VERSION x")
     assert info.value.code == "22023"
-    assert info.value.message.endswith(f"; its form: {SHOWN['merge']}")
+    assert info.value.message.endswith(f"; its form: {FORM['merge']}")
 
 
 def test_fork_world_forks_from_the_branch_it_runs_on(shop):

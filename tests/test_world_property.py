@@ -198,11 +198,14 @@ KEYED_TRIGGERS = [
 ]
 
 
+KEYS = ["'k1'", "'k2'", "'k3'", "'k9'"]
+
+
 @st.composite
 def keyed_writes(draw) -> str:
     # (not NULL: a world can't hold a row whose text or composite primary key is NULL, which
     # SQLite allows in a rowid table: storage.md's known differences)
-    key = draw(st.sampled_from(["'k1'", "'k2'", "'k3'", "'k9'"]))
+    key = draw(st.sampled_from(KEYS))
     num = draw(st.sampled_from(["1", "2", "3", "9", "'2'"]))
     mode = draw(st.sampled_from(MODES))
     return draw(
@@ -210,7 +213,10 @@ def keyed_writes(draw) -> str:
             [
                 f"insert{mode} into p(a, b, v) values ({key}, {num}, {num})",
                 f"update{mode} p set v = {num} where a = {key}",
-                f"update{mode} p set a = {key} where b = {num}",
+                # (one row: which of several rows a clashing key goes to depends on the order
+                # SQLite visits them in, which a world's view doesn't keep: storage.md)
+                f"update{mode} p set a = {key} where a = {draw(st.sampled_from(KEYS))}",
+                f"update{mode} p set b = {num} where b = {num}",
                 f"delete from p where a = {key}",
                 f"update p set b = {num} where a = {key}",
                 f"delete from c where x = {num}",

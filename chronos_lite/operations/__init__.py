@@ -2,7 +2,7 @@
 rights, bounds, faults, the reply), who may do what (``rights``), and the operations' handlers
 with their text renderings, one module per concern. Importing the package registers them all."""
 
-from . import branches, data, history, insert, merging, sql  # noqa: F401 - they register
+from . import agents, branches, data, history, insert, merging, sql  # noqa: F401 - they register
 from .registry import REGISTRY
 
 REGISTRY.arrange(
@@ -11,5 +11,6 @@ REGISTRY.arrange(
         *("fork", "set_meta", "branches", "discard"),
         *("diff", "merge", "merge_preview", "rebase"),
         *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
+        "agent",
     ]
 )

@@ -20,7 +20,7 @@ _TYPES: dict[str, Check] = {
     "array": lambda v: type(v) is list,
 }
 _KNOWN = {"type", "description", "default", "minLength", "pattern", "minimum", "maximum"}
-_KNOWN |= {"enum", "items", "minItems"}
+_KNOWN |= {"enum", "items", "minItems", "maxLength"}
 _TOP = {"$schema", "title", "type", "properties", "additionalProperties", "required"}
 _TOP |= {"x-cli-positional"}
 
@@ -58,12 +58,19 @@ def compile_schema(schema: dict) -> Callable[[Any], bool] | None:
 
 
 def _value_check(spec: dict) -> Check | None:
-    if set(spec) - _KNOWN or spec.get("type") not in _TYPES:
+    kind = spec.get("type")
+    if isinstance(kind, list) and len(kind) == 2 and "null" in kind:  # (a value, or null)
+        other = _value_check({**spec, "type": next(k for k in kind if k != "null")})
+        return None if other is None else (lambda v: v is None or other(v))
+    if set(spec) - _KNOWN or kind not in _TYPES:
         return None
     parts: list[Check] = [_TYPES[spec["type"]]]
     if "minLength" in spec:
         least = spec["minLength"]
         parts.append(lambda v: len(v) >= least)
+    if "maxLength" in spec:
+        longest = spec["maxLength"]
+        parts.append(lambda v: len(v) <= longest)
     if "pattern" in spec:
         search = re.compile(spec["pattern"]).search  # (jsonschema's own reading: re.search)
         parts.append(lambda v: search(v) is not None)

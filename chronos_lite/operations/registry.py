@@ -208,6 +208,9 @@ def _show(value: Any) -> str:
 def describe(spec: dict) -> str:
     """A parameter's rule in words, from its schema."""
     kind = spec.get("type")
+    if isinstance(kind, list) and "null" in kind and len(kind) == 2:  # (a value, or none)
+        other = next(k for k in kind if k != "null")
+        return f"{describe({**spec, 'type': other})}, or null"
     if kind == "string":
         pattern = spec.get("pattern", "")
         if _no_spaces(spec):

@@ -42,7 +42,21 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
     ("undo_merge", "UNDO MERGE <branch> [SKIP CHANGED]"),
     ("undo_agent", "UNDO AGENT <name:agent> SINCE '<moment:since>' [WHERE run_id = '<run>']"),
     ("use", "USE WORLD <branch>"),
+    ("agent", "CREATE AGENT <name> [WITH (<meta>)]"),
+    ("agent", "ALTER AGENT <name> SET (<meta>)"),
+    ("agent", "DROP AGENT <name>"),
+    ("agent", "SHOW AGENTS"),
 )
+# The agent statements' action, by their first words; their (key = value, ...) list is the
+# operation's arguments (rights = 'read, fork', max_query_ms = 2000, enabled = false).
+ACTIONS = {
+    ("CREATE", "AGENT"): "create",
+    ("ALTER", "AGENT"): "alter",
+    ("DROP", "AGENT"): "drop",
+    ("SHOW", "AGENTS"): "list",
+}
+# First words SQLite has too: a chronos statement only with the second word of one of its forms
+SHARED_FIRST = {"ROLLBACK", "CREATE", "ALTER", "DROP"}
 # MERGE ... DRY RUN is the merge's preview; USE WORLD is the shell's (it switches branch).
 OPERATION_FOR_FLAG = {("merge", "dry_run"): "merge_preview"}
 USE = "use"
@@ -136,8 +150,8 @@ def is_chronos(stmt: str) -> bool:
     words = sqltext.keywords(stmt, 2)
     if not words or words[0] not in FIRST_WORDS:
         return False
-    if words[0] == "ROLLBACK":
-        return words[1:2] == ["WORLD"]
+    if words[0] in SHARED_FIRST:
+        return any(list(f.lead) == words[:2] for f in forms_for(words[0]))
     return True
 
 
@@ -186,7 +200,24 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
         op, args = _Reader(form, tokens, branch).read()
     except _Unexpected as exc:
         raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
+    if form.lead in ACTIONS:
+        args = _agent_args(ACTIONS[form.lead], args)
     return op, args
+
+
+def _agent_args(action: str, args: dict[str, Any]) -> dict[str, Any]:
+    """An agent statement's arguments: its action, its name, and its list spread out."""
+    out = {"action": action, **{k: v for k, v in args.items() if k != "meta"}}
+    for key, value in args.get("meta", {}).items():
+        key = key.lower()
+        if key == "rights" and isinstance(value, str):
+            value = [r.strip() for r in value.split(",") if r.strip()]
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise ChronosError(f"enabled is true or false, not {value!r}", BAD_ARGUMENT)
+            key, value = ("enable" if value else "disable"), True
+        out[key] = value
+    return out
 
 
 class _Unexpected(Exception):

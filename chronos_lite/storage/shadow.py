@@ -20,6 +20,7 @@ from typing import Any
 import apsw
 
 from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
+from . import agents
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
 
@@ -126,6 +127,7 @@ def shadow_tables(n: int) -> tuple[str, str, str]:
 
 def install_base(conn: apsw.Connection) -> None:
     conn.execute(BASE_SCHEMA)
+    conn.execute(agents.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------
@@ -403,10 +405,10 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
         conn.execute(
             "select count(*) from sqlite_schema where name in "
             "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
-            "'_chronos_merge_rows')"
+            "'_chronos_merge_rows', '_chronos_agents')"
         )
     )[0][0]
-    if have < 4:
+    if have < 5:
         with write(conn):
             install_base(conn)
     if not conn.execute(

@@ -420,7 +420,21 @@ def _update_trigger(wt: WorldTable, moves: str | None, kept: str = "", of: str =
     if st.skipping:
         steps.append(f"UPDATE {CTX} SET skip = 0")
     event = f"UPDATE OF {quote_ident(of)}" if of else "UPDATE"
-    return _trigger(wt, "iuk" if kept else "iu", event, steps, kept or moves or "")
+    when = " AND ".join(c for c in (kept or moves, _still_there(wt, old_key)) if c)
+    return _trigger(wt, "iuk" if kept else "iu", event, steps, when)
+
+
+def _still_there(wt: WorldTable, old_key: list[str]) -> str:
+    """Where REPLACE may delete rows: a row an earlier row of the same UPDATE deleted is skipped,
+    as SQLite skips a row of a table that is gone by the time the UPDATE reaches it (a view's
+    rows are read before the first is written)."""
+    rules = wt.t.rules
+    declared = rules.pk_conflict == "REPLACE" or any(
+        u.on_conflict == "REPLACE" for u in rules.uniques
+    )
+    replacing = f"coalesce(nullif((SELECT mode FROM {CTX}), 0), {REPLACE if declared else 0})"
+    alive = f"EXISTS (SELECT 1 FROM {wt.view} WHERE {_key_match(wt, old_key)})"
+    return f"({replacing} IS NOT {REPLACE} OR {alive})"
 
 
 def delete_trigger(wt: WorldTable) -> str:

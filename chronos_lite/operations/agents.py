@@ -1,0 +1,111 @@
+"""Agents: create, list, alter, give a new token, drop (``storage.agents`` keeps them).
+
+The database's own user manages them (the CLI, the shell, the Python API, and CREATE / ALTER /
+DROP AGENT and SHOW AGENTS in SQL); safe mode can't (it is no MCP tool, and the SQL is refused
+there as every statement that changes worlds or settings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import errors, render
+from ..errors import ChronosError
+from ..storage import agents, moments
+from ..storage.db import Database
+from .registry import Caller, Reply, operation
+
+COLUMNS = ["name", "rights", "enabled", *agents.QUOTAS, "created", "changed"]
+
+
+@operation(
+    "agent",
+    "Manage agents",
+    "Creates, lists, alters, gives a new token to, or drops an agent: who acts on the database "
+    "with only the rights it was given (read, fork, write_own, write_main, merge_own, merge, "
+    "restore, admin) and within its quotas. create prints the agent's token, the only time it "
+    "is shown (the file keeps a salted hash); token with rotate makes a new one. In SQL: "
+    "CREATE AGENT <name> WITH (rights = '...', max_query_ms = ...), ALTER AGENT <name> SET "
+    "(...), DROP AGENT <name>, SHOW AGENTS.",
+    destructive=True,
+    mcp=False,
+)
+def agent_op(db: Database, args: dict, caller: Caller) -> Reply:
+    action = args["action"]
+    conn = db.main.conn
+    if action == "list":
+        return _listing(agents.listing(conn))
+    name = args.get("name")
+    if not name:
+        raise ChronosError(f"'name' is required to {action} an agent", errors.BAD_ARGUMENT)
+    quotas = {q: agents.checked_quota(q, args[q]) for q in agents.QUOTAS if q in args}
+    rights = agents.checked_rights(args["rights"]) if "rights" in args else None
+    with db.write(conn):
+        if action == "create":
+            agent, token = agents.create(conn, name, rights or (), quotas)
+            return Reply(
+                f"created agent {agent.name} ({', '.join(agent.rights) or 'no rights'}); its "
+                f"token, shown this once:\n{token}",
+                {**_data(agent), "token": token},
+            )
+        if action == "alter":
+            if args.get("disable") and args.get("enable"):
+                raise ChronosError("give disable or enable, not both", errors.BAD_ARGUMENT)
+            enabled = False if args.get("disable") else True if args.get("enable") else None
+            agent = agents.alter(conn, name, rights, quotas, enabled)
+            return Reply(f"altered agent {agent.name}: {_summary(agent)}", _data(agent))
+        if action == "token":
+            if not args.get("rotate"):
+                raise ChronosError(
+                    f"a token is shown only when it is made: give rotate for a new one "
+                    f"(chronos <folder> agent token {name} --rotate); the old one stops working",
+                    errors.BAD_ARGUMENT,
+                )
+            agent, token = agents.rotate(conn, name)
+            return Reply(
+                f"a new token for agent {agent.name} (the old one no longer works), shown this "
+                f"once:\n{token}",
+                {**_data(agent), "token": token},
+            )
+        agent = agents.drop(conn, name)
+    return Reply(
+        f"dropped agent {agent.name}: it can act no more; its worlds and history keep its name",
+        {"name": agent.name, "dropped": True},
+    )
+
+
+def _summary(a: agents.Agent) -> str:
+    quotas = ", ".join(f"{q} {v}" for q, v in a.quotas().items() if v is not None)
+    state = "enabled" if a.enabled else "disabled"
+    return f"{', '.join(a.rights) or 'no rights'}; {state}" + (f"; {quotas}" if quotas else "")
+
+
+def _data(a: agents.Agent) -> dict[str, Any]:
+    return {
+        "name": a.name,
+        "rights": list(a.rights),
+        "enabled": a.enabled,
+        **a.quotas(),
+        "created": _when(a.created),
+        "changed": _when(a.changed),
+    }
+
+
+def _when(t: float) -> str:
+    return moments.show_moment(t)
+
+
+def _listing(found: list[agents.Agent]) -> Reply:
+    rows = [
+        [
+            a.name,
+            ", ".join(a.rights),
+            "yes" if a.enabled else "no",
+            *a.quotas().values(),
+            _when(a.created),
+            _when(a.changed),
+        ]
+        for a in found
+    ]
+    return Reply(
+        render.table(COLUMNS, rows), {"agents": [_data(a) for a in found]}, (COLUMNS, rows)
+    )
