@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from differential import same_then_merged
+from mcp_lines import Server
 
 import chronos_lite
 from chronos_lite import ChronosError
@@ -310,3 +311,34 @@ def test_a_column_of_a_table_the_world_created_renames_and_merges(db):
     db.fork("v")
     db.sql("update notes set text = 'main' where id = 2")  # (versioned under the new name)
     assert db.query("select text from notes where id = 2", branch="v") == [{"text": "yo"}]
+
+
+def test_rename_column_and_count_over_mcp_in_safe_mode(db):
+    """An agent renames a column on its own world and counts its rows, through the real
+    `chronos mcp` process; main is untouched until a person merges."""
+    db.fork("outside")
+    folder = db.folder
+    db.close()
+    server = Server(folder)
+    try:
+        server.initialize()
+        assert server.call("fork", {"name": "mine"})["isError"] is False
+        sqls = [
+            "alter table t rename column a to label",
+            "update t set label = 'agent' where id = 1",
+            "delete from t where id = 3",
+        ]
+        for sql in sqls:
+            assert server.call("sql", {"sql": sql, "branch": "mine"})["isError"] is False, sql
+        got = server.call("sql", {"sql": "select count(*) from t", "branch": "mine"})
+        assert got["structuredContent"]["results"][0]["rows"] == [[2]]
+        got = server.call("sql", {"sql": "select label from t where id = 1", "branch": "mine"})
+        assert got["structuredContent"]["results"][0]["rows"] == [["agent"]]
+        refused = server.call("sql", {"sql": sqls[0], "branch": "outside"})
+        assert refused["isError"] is True and "safe mode" in refused["content"][0]["text"]
+        diff = server.call("diff", {"branch": "mine"})["content"][0]["text"]
+        assert 'ALTER TABLE "t" rename column a to label' in diff
+    finally:
+        assert server.close() == 0
+    with chronos_lite.open(folder) as again:
+        assert again.query("select * from t where id = 1") == [{"id": 1, "a": "x", "b": 10}]
