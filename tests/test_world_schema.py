@@ -389,3 +389,16 @@ def test_a_name_main_took_since_the_fork_conflicts(shop):
     with pytest.raises(ChronosError, match="main has a view named i too") as exc:
         shop.merge("w")
     assert exc.value.code == "40001"
+
+
+def test_a_check_a_world_adds_with_a_column_holds_there(tmp_path):
+    db = chronos_lite.init(tmp_path / "db")
+    db.sql("create table t(id integer primary key, a)")
+    db.fork("w")
+    db.sql("alter table t add column q int check (q >= 0)", branch="w")
+    with pytest.raises(ChronosError, match=r"CHECK constraint failed: q >= 0") as err:
+        db.sql("insert into t(a, q) values (1, -5)", branch="w")
+    assert err.value.code == "23514"
+    db.sql("insert into t(a, q) values (1, 5)", branch="w")
+    assert db.query("select a, q from t", branch="w") == [{"a": 1, "q": 5}]
+    db.close()
