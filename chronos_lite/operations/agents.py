@@ -37,8 +37,8 @@ def agent_op(db: Database, args: dict, caller: Caller) -> Reply:
     name = args.get("name")
     if not name:
         raise ChronosError(f"'name' is required to {action} an agent", errors.BAD_ARGUMENT)
-    quotas = {q: agents.checked_quota(q, args[q]) for q in agents.QUOTAS if q in args}
-    rights = agents.checked_rights(args["rights"]) if "rights" in args else None
+    quotas = {q: args[q] for q in agents.QUOTAS if q in args}  # (the schema checked them)
+    rights = agents.ordered(args["rights"]) if "rights" in args else None
     with db.write(conn):
         if action == "create":
             agent, token = agents.create(conn, name, rights or (), quotas)

@@ -87,10 +87,8 @@ def name_columns(session: Session, stmt: str) -> None:
     if found is None:
         return
     _name, n, t = found
-    names = [c.lower() for c in t.column_names]
-    named = names if target[1] is None else [c.lower() for c in target[1]]
-    mask = sum(1 << names.index(c) for c in named if c in names and names.index(c) < 62)
-    worldsql.given_columns(session.conn, n, mask)
+    named = t.column_names if target[1] is None else target[1]
+    worldsql.given_columns(session.conn, n, worldsql.named_mask(t.column_names, named))
 
 
 def keys_kept(conn: apsw.Connection, run: Callable[[], T]) -> T:

@@ -41,7 +41,6 @@ CREATE TABLE IF NOT EXISTS _chronos_agents(
 
 RIGHTS = ("read", "fork", "write_own", "write_main", "merge_own", "merge", "restore", "admin")
 QUOTAS = ("max_concurrent", "max_query_ms", "max_memory_mb")
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # scrypt's cost: ~50 ms and 16 MB a check on this machine class (RFC 7914's interactive level)
 _N, _R, _P = 2**14, 8, 1
 
@@ -63,38 +62,10 @@ class Agent:
         return {q: getattr(self, q) for q in QUOTAS}
 
 
-def checked_name(name: str) -> str:
-    if not NAME.match(name or ""):
-        raise ChronosError(
-            f"an agent's name is 1 to 64 letters, digits, _ or -, not {name!r}",
-            errors.BAD_ARGUMENT,
-        )
-    return name
-
-
-def checked_rights(given: str | list[str]) -> tuple[str, ...]:
-    """Rights from a list or a comma-separated text, in RIGHTS' order; an unknown one refused."""
-    items = given.split(",") if isinstance(given, str) else given
-    wanted = {r.strip().lower() for r in items if r.strip()}
-    unknown = sorted(wanted - set(RIGHTS))
-    if unknown:
-        raise ChronosError(
-            f"no right {', '.join(unknown)}: an agent's rights are {', '.join(RIGHTS)}",
-            errors.BAD_ARGUMENT,
-        )
+def ordered(rights: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Rights (the operation's schema has checked each) in RIGHTS' order, each once."""
+    wanted = {r.lower() for r in rights}
     return tuple(r for r in RIGHTS if r in wanted)
-
-
-def checked_quota(name: str, value: object) -> int | None:
-    """A quota: a whole number above 0, or None (no limit)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ChronosError(
-            f"{name} is a whole number above 0 (or null: no limit), not {value!r}",
-            errors.BAD_ARGUMENT,
-        )
-    return value
 
 
 def _hash(token: str, salt: bytes) -> bytes:
@@ -157,7 +128,6 @@ def create(
 ) -> tuple[Agent, str]:
     """A new agent (in the caller's write transaction) and its token, the only time it is
     seen."""
-    checked_name(name)
     was = find(conn, name, dropped=True)
     if was is not None and was.dropped is None:
         raise ChronosError(

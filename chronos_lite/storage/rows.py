@@ -180,8 +180,7 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
             conn.execute(f"update {source} set {', '.join(sets)} where {where}", [*args, *key])
         return False
 
-    names_of = [c.lower() for c in t.column_names]
-    mask = sum(1 << i for i, c in enumerate(names_of) if i < 62 and c in {k.lower() for k in row})
+    mask = worldsql.named_mask(t.column_names, list(row))
     return _write(db, session, run, {"put": row_key(t, key)}, (n, mask))
 
 

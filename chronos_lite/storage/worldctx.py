@@ -74,6 +74,14 @@ def begin_world_write(
     conn.execute("delete from temp._chronos_done where 0")  # (SQLite's changes() now 0)
 
 
+def named_mask(columns: list[str], named: list[str]) -> int:
+    """The bits of the columns ``named`` (any case) by their position in ``columns`` (the first
+    62: past them, a NULL takes the default)."""
+    names = [c.lower() for c in columns]
+    wanted = {c.lower() for c in named}
+    return sum(1 << i for i, c in enumerate(names) if i < 62 and c in wanted)
+
+
 def given_columns(conn: apsw.Connection, n: int, mask: int | None) -> None:
     """The columns an INSERT into table ``n`` names (bits by position; None: not known, a
     NULL then takes the column's default)."""

@@ -24,6 +24,7 @@ from .worldctx import (
     begin_world_write,
     broken_keys,
     given_columns,
+    named_mask,
     new_transaction,
     rows_written,
 )
@@ -178,6 +179,7 @@ __all__ = [
     "begin_world_write",
     "broken_keys",
     "given_columns",
+    "named_mask",
     "insert_triggers",
     "set_insert_triggers",
     "new_transaction",
