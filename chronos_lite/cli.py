@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import chronos_lite
 
@@ -59,12 +61,7 @@ def run(argv: Sequence[str]) -> int:
         return 0
     args, as_json = parse_operation_args(op, rest[1:])
     try:
-        with chronos_lite.open(folder) as db:
-            canceller = Canceller(db.interrupt)  # Ctrl-C stops SQLite at once
-            try:
-                reply = canceller.run(lambda: REGISTRY.call(db, name, args))
-            finally:
-                canceller.close()
+        reply = _call_cancellable(folder, name, args)
     except ChronosError as exc:
         if not as_json:
             raise
@@ -170,7 +167,30 @@ def _mcp(argv: list[str]) -> int:
     )
 
 
+def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
+    """One operation on the folder, which Ctrl-C stops (with nothing changed) from the moment
+    the command starts opening the folder until the call ends."""
+    opened: list[Any] = []
+    canceller = Canceller(lambda: opened and opened[0].interrupt())  # stops SQLite at once
+    try:
+
+        def call() -> Any:
+            with chronos_lite.open(folder) as db:
+                opened.append(db)
+                if canceller.cancelled:  # Ctrl-C came while the folder was opening
+                    raise ChronosError("cancelled", "57014")
+                return REGISTRY.call(db, name, args)
+
+        return canceller.run(call)
+    finally:
+        canceller.close()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    # A background job of a script inherits SIGINT ignored, and Python then installs no
+    # handler: like sqlite3's shell, chronos stops on SIGINT wherever it was started.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = run(sys.argv[1:] if argv is None else argv)
     except ChronosError as exc:
