@@ -155,8 +155,8 @@ def help_text(folder: str, words: list[str]) -> str:
     return "\n".join(lines)
 
 
-MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [-b BRANCH] [--max-query-ms MS]
-                    [--max-memory-mb MB] [--max-result-chars N]
+MCP_HELP = """usage: chronos mcp <folder> [--allow-merge | --agent NAME] [-b BRANCH]
+                    [--max-query-ms MS] [--max-memory-mb MB] [--max-result-chars N]
 
 Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio, one message per
 line (protocol 2025-06-18 and 2025-11-25 through initialize, 2026-07-28 stateless). Give the
@@ -166,10 +166,14 @@ folder as an absolute path: the client picks the working directory.
                           on the branches it forked in this session; merge isn't listed (a
                           person merges with `chronos <folder> merge <branch>`)
   --allow-merge           the database's own user: every tool, merge included
-  --agent NAME            not in this version (refused)
+  --agent NAME            the agent NAME (chronos <folder> agent create): only the tools and
+                          changes its rights allow, within its quotas, its forks its own
+                          across sessions, its calls in the audit trail; an unknown or
+                          disabled agent is refused at start. It wins over --allow-merge
   -b BRANCH               the branch must exist (tools name their own branch; default main)
-  --max-query-ms MS       each call's time limit (default 30000 in safe mode, none with
-                          --allow-merge; 0: none); a call past it is rolled back
+  --max-query-ms MS       each call's time limit (default 30000 in safe mode and for an
+                          agent, none with --allow-merge; 0: none); a call past it is rolled
+                          back; an agent's max_query_ms holds where it is less
   --max-memory-mb MB      SQLite's memory for the server (default 256); a call that needs
                           more fails, the server goes on
   --max-result-chars N    characters a result may take (default 24000); a longer one is cut

@@ -73,10 +73,12 @@ NORMALIZE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bTime: \d+\.\d+ ms\b"), "Time: <n> ms"),
     # an agent's token: random, shown once
     (re.compile(r"\bca_[0-9a-f]{8}_[A-Za-z0-9_-]{43}"), "ca_<token>"),
+    # a safe-mode session's name (its worlds' owner, history's who): random per session
+    (re.compile(r"\bsafe:[0-9a-f]{6}\b"), "safe:<session>"),
 ]
 # Names of one thing (a world, a process): where --write puts a run's output in, it shows their
 # ids as the rest of the page already does. Times are the run's: they must agree with each other.
-IDENTITIES = {"w<id>", "process <pid>", "ca_<token>"}
+IDENTITIES = {"w<id>", "process <pid>", "ca_<token>", "safe:<session>"}
 
 
 def normalize(text: str) -> str:

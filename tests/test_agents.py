@@ -123,7 +123,7 @@ def test_safe_mode_manages_no_agent(folder, db):
         server.initialize()
         names = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
         assert "agent" not in names
-        for sql in ("CREATE AGENT evil WITH (rights = 'admin')", "SHOW AGENTS"):
+        for sql in ("CREATE AGENT evil WITH (rights = 'admin')", "SHOW AGENTS", "SHOW AUDIT"):
             reply = server.call("sql", {"sql": sql})
             assert reply["isError"] is True and "safe mode" in reply["content"][0]["text"]
     finally:

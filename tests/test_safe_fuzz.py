@@ -1,13 +1,15 @@
-"""A hostile agent, generated: hypothesis over the MCP stdio protocol in safe mode.
+"""A hostile agent, generated: hypothesis over the MCP stdio protocol in safe mode, and as a
+named agent with read, fork and write_own (``--agent``).
 
-One real ``chronos mcp`` process (safe mode, the default) is sent sequences of tool calls built
-from a grammar of the known attacks: writes holding AS OF, triggers named like chronos' own,
-writes to main's and chronos' tables by qualified name, settings in every spelling
-(PRAGMAs, their table-valued functions, ATTACH, VACUUM, ANALYZE), schema statements, chronos'
-world statements, queries that never end, huge values, bad characters, and every tool with
-branch names of main, a stranger's world, its own world, a moment, and nonsense. After every
-sequence: the server answers, no reply was an internal error, main and the stranger's world are
-exactly as they were, and the file passes SQLite's integrity check.
+One real ``chronos mcp`` process (safe mode, the default; then ``--agent coder``) is sent
+sequences of tool calls built from a grammar of the known attacks: writes holding AS OF,
+triggers named like chronos' own, writes to main's and chronos' tables by qualified name,
+settings in every spelling (PRAGMAs, their table-valued functions, ATTACH, VACUUM, ANALYZE),
+schema statements, chronos' world statements, queries that never end, huge values, bad
+characters, and every tool with branch names of main, a stranger's world, its own world, a
+moment, and nonsense. After every sequence: the server answers, no reply was an internal error,
+main and the stranger's world are exactly as they were, and the file passes SQLite's integrity
+check.
 
 CI runs a bounded number of sequences; a longer run:
 
@@ -146,6 +148,7 @@ CHRONOS = [
     "ALTER AGENT bot SET (rights = 'admin')",
     "DROP AGENT bot",
     "SHOW AGENTS",
+    "SHOW AUDIT",
     "SHOW WORLDS",
     "SHOW HISTORY main",
     "DIFF outside",
@@ -303,8 +306,13 @@ def untouchable(folder: Path) -> dict:
         conn.close()
 
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory) -> Iterator[tuple[Server, Path, dict]]:
+# Safe mode, and a named agent with a coding agent's usual rights (the spec's production set):
+# both may change only their own worlds.
+MODES = {"safe": (), "agent": ("--agent", "coder")}
+
+
+@pytest.fixture(scope="module", params=list(MODES))
+def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
     folder = tmp_path_factory.mktemp("fuzz") / "shop"
     with chronos_lite.init(folder) as db:
         db.sql("create table users(id integer primary key autoincrement, name text unique)")
@@ -318,7 +326,9 @@ def agent(tmp_path_factory) -> Iterator[tuple[Server, Path, dict]]:
         db.sql("update users set name = 'Bo (outside)' where id = 2", branch="outside")
         db.sql("insert into orders(qty) values (7)", branch="outside")
         db.call("agent", action="create", name="bot", rights=["read"])
-    server = Server(folder, "--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
+        db.call("agent", action="create", name="coder", rights=["read", "fork", "write_own"])
+    flags = ("--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
+    server = Server(folder, *MODES[request.param], *flags)
     try:
         server.initialize()
         assert server.call("fork", {"name": "mine"})["isError"] is False

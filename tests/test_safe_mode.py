@@ -156,7 +156,9 @@ def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, sh
             {"name": "Ada"},
             {"name": "Bo"},
         ]
-        assert [e["by"] for e in db.call("history", branch="main").data["events"]][0] == "mcp"
+        assert [e["by"] for e in db.call("history", branch="main").data["events"]][0].startswith(
+            "safe:"
+        )
     # the agent's own world still works as a copy: its rows through its views
     ok(server, "sql", {"sql": "update users set name = 'Ada W' where id = 1", "branch": "mine"})
     server.ping()

@@ -35,6 +35,7 @@ SHOWN = [
     ("agent", "ALTER AGENT <name> SET (key = value, ...)"),
     ("agent", "DROP AGENT <name>"),
     ("agent", "SHOW AGENTS"),
+    ("audit", "SHOW AUDIT [<agent>] [SINCE '<moment>'] [LIMIT <n>]"),
 ]
 
 
@@ -250,6 +251,16 @@ VALID = [
     ),
     ("DROP AGENT bot", None, "agent", {"action": "drop", "name": "bot"}),
     ("show agents;", None, "agent", {"action": "list"}),
+    # SHOW AUDIT
+    ("SHOW AUDIT", None, "audit", {}),
+    ("SHOW AUDIT bot", None, "audit", {"agent": "bot"}),
+    ("SHOW AUDIT SINCE '-1 hour'", None, "audit", {"since": "-1 hour"}),
+    (
+        "show audit bot since '-1 hour' limit 5",
+        None,
+        "audit",
+        {"agent": "bot", "since": "-1 hour", "limit": 5},
+    ),
 ]
 
 

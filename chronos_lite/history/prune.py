@@ -48,10 +48,16 @@ def prune(db: Database, now: float | None = None) -> int:
                 f"{world_history_table(n)} where {TIME} < ? limit {BATCH})",
                 cutoff,
             )
-    # events and merges' rows as old: what they tell of is gone from history too
+    # events, merges' rows and the audit as old: what they tell of is gone from history too
     _batches(
         db,
         f"delete from _chronos_events where id in (select id from _chronos_events where "
+        f"time < ? limit {BATCH})",
+        cutoff,
+    )
+    _batches(
+        db,
+        f"delete from _chronos_audit where id in (select id from _chronos_audit where "
         f"time < ? limit {BATCH})",
         cutoff,
     )

@@ -26,7 +26,8 @@ import chronos_lite
 from .. import render
 from ..errors import ChronosError
 from ..history import prune
-from ..operations.registry import REGISTRY, Caller, time_limit
+from ..operations.registry import REGISTRY, Caller, limits_of
+from ..storage import agents
 from ..storage.db import Database
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
@@ -68,6 +69,8 @@ def instructions(folder: str, caller: Caller) -> str:
         'put, delete, always with branch="<your branch>"); check them with diff (and '
         "merge_preview); then "
     )
+    if caller.mode == "agent":
+        return common + _agent_instructions(folder, caller)
     if caller.mode == "safe":
         return common + (
             "stop and report the branch name: a person reviews and merges it with "
@@ -79,6 +82,33 @@ def instructions(folder: str, caller: Caller) -> str:
         "call merge when the diff is right (conflicts come back with base, ours and theirs: "
         "settle them with resolve, by_columns or rows), or discard the branch. Ask for small "
         "pages (limit 20) and select only the rows you need."
+    )
+
+
+def _agent_instructions(folder: str, caller: Caller) -> str:
+    """The workflow's end as the agent's rights allow it (merge, or report the branch)."""
+    rights = caller.rights
+    has = ", ".join(r for r in agents.RIGHTS if r in rights) or "none"
+    if {"merge", "merge_own"} & rights:
+        end = (
+            "call merge when the diff is right (conflicts come back with base, ours and "
+            "theirs: settle them with resolve, by_columns or rows); a merge policy may hold "
+            "the merge for a person: then stop and report the branch and the reasons. "
+        )
+        if "merge" not in rights and "write_main" not in rights:
+            end = (
+                "stop and report the branch name when the diff is right: your merges can't "
+                f"reach main, a person merges it with `chronos {folder} merge <branch>`. "
+            )
+    else:
+        end = (
+            "stop and report the branch name: a person reviews and merges it with "
+            f"`chronos {folder} merge <branch>`. "
+        )
+    return end + (
+        f"You act as the agent {caller.name}, with the rights {has}: you change only the "
+        "branches you forked (they stay yours in later sessions). Discard a branch you don't "
+        "want. Ask for small pages (limit 20) and select only the rows you need."
     )
 
 
@@ -150,7 +180,9 @@ class Server:
             params = {}
         with self._lock:
             self._running = ident
-        began = self.db.bounds.begin(time_limit(self.caller))  # (the reader may cancel it)
+        (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(self.caller)
+        began = self.db.bounds.begin(limit_ms, memory_mb, limit_from, memory_from)  # (the
+        # reader may cancel it; the call's operation narrows the limits to fresh quotas)
         try:
             if not isinstance(params, dict):
                 raise ProtocolError(INVALID_PARAMS, "Invalid params: params must be an object")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import queue
+import secrets
 import sys
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import apsw
 
 import chronos_lite
 
-from ..errors import ChronosError
 from ..operations.registry import Caller
 from .core import (
     CANCELLED,
@@ -99,6 +99,27 @@ def _skip_rest_of_line(stdin: BinaryIO) -> None:
             return
 
 
+def session_caller(
+    db: chronos_lite.Chronos,
+    allow_merge: bool,
+    agent: str | None,
+    max_query_ms: int | None,
+    max_result_chars: int,
+) -> Caller:
+    """Who the session acts as: the named agent (``--agent`` wins), the database's own user
+    (``--allow-merge``), else safe mode, named for its session (``safe:<6 hex digits>``)."""
+    limits: dict[str, Any] = {
+        "max_rows": MAX_ROWS,
+        "max_chars": max_result_chars,
+        "max_query_ms": max_query_ms,
+    }
+    if agent is not None:
+        return Caller.for_agent(db, agent, **limits)
+    if allow_merge:
+        return Caller(name="owner", mode="owner", **limits)
+    return Caller(name=f"safe:{secrets.token_hex(3)}", mode="safe", **limits)
+
+
 def run(
     folder: str,
     allow_merge: bool,
@@ -112,24 +133,13 @@ def run(
     ``max_query_ms``: each call's time limit (None: safe mode's 30 s, none for the owner; 0:
     none); ``max_memory_mb``: SQLite's heap for the process; ``max_result_chars``: a result's
     budget."""
-    if agent is not None:
-        raise ChronosError(
-            f"--agent {agent}: agents (their rights, quotas and own worlds) aren't in this "
-            f"version yet; run in safe mode (the default) or with --allow-merge"
-        )
     apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
     db = chronos_lite.open(folder)
     db.keep_temp = False  # each call is its own session (the spec): nothing carries over
     try:
         if branch not in (None, "main"):
             db.world(branch)  # the branch must exist
-        caller = Caller(
-            name="owner" if allow_merge else "mcp",
-            mode="owner" if allow_merge else "safe",
-            max_rows=MAX_ROWS,
-            max_chars=max_result_chars,
-            max_query_ms=max_query_ms,
-        )
+        caller = session_caller(db, allow_merge, agent, max_query_ms, max_result_chars)
         out = sys.stdout.buffer
         sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs
         serve(Server(db, caller, str(folder)), sys.stdin.buffer, out)

@@ -11,6 +11,6 @@ REGISTRY.arrange(
         *("fork", "set_meta", "branches", "discard"),
         *("diff", "merge", "merge_preview", "rebase"),
         *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
-        "agent",
+        *("agent", "audit"),
     ]
 )

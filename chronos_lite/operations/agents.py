@@ -1,4 +1,5 @@
-"""Agents: create, list, alter, give a new token, drop (``storage.agents`` keeps them).
+"""Agents: create, list, alter, give a new token, drop (``storage.agents`` keeps them); and
+their audit trail (``storage.audit``).
 
 The database's own user manages them (the CLI, the shell, the Python API, and CREATE / ALTER /
 DROP AGENT and SHOW AGENTS in SQL); safe mode can't (it is no MCP tool, and the SQL is refused
@@ -10,7 +11,7 @@ from typing import Any
 
 from .. import errors, render
 from ..errors import ChronosError
-from ..storage import agents, moments
+from ..storage import agents, audit, moments
 from ..storage.db import Database
 from .registry import Caller, Reply, operation
 
@@ -109,3 +110,40 @@ def _listing(found: list[agents.Agent]) -> Reply:
     return Reply(
         render.table(COLUMNS, rows), {"agents": [_data(a) for a in found]}, (COLUMNS, rows)
     )
+
+
+AUDIT_COLUMNS = list(audit.COLUMNS)
+
+
+@operation(
+    "audit",
+    "Show the audit trail",
+    "What agents did: every call of an agent that changed something, and every refusal, the "
+    "newest first: the time, agent, tool, branch, a short form of the arguments, the outcome "
+    "(ok, refused, stopped by a quota, error: with the SQLSTATE and message), the rows "
+    "changed, and the run fields of the branch's meta (run_id, prompt_version, model, "
+    "tool_schema). Kept for the retention window. In SQL: SHOW AUDIT [agent] "
+    "[SINCE '<moment>'] [LIMIT n].",
+    read_only=True,
+    mcp=False,
+)
+def audit_op(db: Database, args: dict, caller: Caller) -> Reply:
+    since = args.get("since")
+    moment = moments.parse_moment(since) if since is not None else None
+    rows = audit.listing(db.main.conn, args.get("agent"), moment, args["limit"])
+    shown = [[_when(r[0]), *(_short(v) for v in r[1:])] for r in rows]  # (data: in full)
+    entries = [dict(zip(AUDIT_COLUMNS, [_when(r[0]), *r[1:]], strict=True)) for r in rows]
+    text = render.table(AUDIT_COLUMNS, shown)
+    if not rows:
+        whose = f"agent {args['agent']}" if args.get("agent") else "any agent"
+        text += f"\n(no calls of {whose}" + (f" since {since}" if since else "") + ")"
+    return Reply(text, {"entries": entries}, (AUDIT_COLUMNS, shown))
+
+
+TEXT_CHARS = 70  # an audit value in the text table (its data holds the whole)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > TEXT_CHARS:
+        return value[: TEXT_CHARS - 1] + "…"
+    return value

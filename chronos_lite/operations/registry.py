@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 import apsw
 import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
-from ..errors import BAD_ARGUMENT, TOO_BIG, ChronosError
+from ..errors import BAD_ARGUMENT, REFUSED, TOO_BIG, ChronosError
 from ..statements import budget
-from ..storage import faults, limits
+from ..storage import agents, faults
 from ..storage.branchref import BranchRef
-from . import quickcheck, rights
+from . import agentcall, quickcheck, rights
+from .calllimits import limits_of, time_limit  # noqa: F401 - the front ends' import
 
 INTERNAL = "XX000"  # a bug in chronos
 
@@ -31,16 +32,35 @@ SCHEMA_DIRS = (_PACKAGE.parent / "schemas", _PACKAGE / "schemas")  # a checkout,
 
 @dataclass
 class Caller:
-    """Who acts: the database's own user (mode ``owner``), or an agent in safe mode (``safe``),
-    which writes only on the worlds it forked (their ids, kept as long as the process)."""
+    """Who acts: the database's own user (mode ``owner``); an agent in safe mode (``safe``),
+    which writes only on the worlds it forked (their ids, kept as long as the process); or a
+    named agent (``agent``: ``name``), with only its rights (``agentrights``) and quotas."""
 
     name: str = "owner"
     mode: str = "owner"
     own_worlds: set[str] = field(default_factory=set)
+    rights: frozenset[str] = frozenset()  # an agent's (admin made every right)
     max_rows: int | None = None  # rows a result may hold (MCP: 1000); None: all
     max_chars: int | None = None  # characters a result may take (MCP: 24,000); None: any
     max_query_ms: int | None = None  # the call's time limit (safe mode: 30 s); None: none
+    max_memory_mb: int | None = None  # the memory a call may take; None: no limit
+    quotas: dict[str, int | None] = field(default_factory=dict)  # an agent's, read per call
     run: str | None = None  # the caller's run id (agents, later), kept with what it writes
+
+    @classmethod
+    def for_agent(cls, db: Any, name: str, **session: Any) -> Caller:
+        """The named agent as a caller (``session``: the session's own limits, as
+        ``max_rows``); an unknown, disabled or dropped agent is refused."""
+        found = agents.find(db.main.conn, name)
+        if found is None:
+            raise ChronosError(
+                f"no agent {name}: SHOW AGENTS lists them (chronos {db.folder} agent list); "
+                f"create one with chronos {db.folder} agent create {name} --rights ...",
+                REFUSED,
+            )
+        caller = cls(name=found.name, mode="agent", **session)
+        rights.refresh(db, caller)
+        return caller
 
     @property
     def budget(self) -> budget.Budget:
@@ -294,12 +314,31 @@ class Registry:
     ) -> T:
         """``body`` (the operation's handler, or the Python API's engine call) on the
         arguments validated, once the caller's rights allow the call: bounded in time, on the
-        file that is there; faults as their own errors; never a transaction left open."""
+        file that is there; faults as their own errors; never a transaction left open. A named
+        agent's call is counted and audited (``agentcall``)."""
         valid = op.validate(args if args is not None else {})
+        if caller.mode == "agent":
+            return agentcall.run(
+                db, op, args, caller, lambda: self._run(db, op, args, valid, caller, body)
+            )
+        return self._run(db, op, args, valid, caller, body)
+
+    def _run(
+        self,
+        db: Any,
+        op: Operation,
+        args: Any,
+        valid: Args,
+        caller: Caller,
+        body: Callable[[Args], T],
+    ) -> T:
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
-        began = db.bounds.begin(time_limit(caller))
+        (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(caller)
+        began = db.bounds.begin(limit_ms, memory_mb, limit_from, memory_from)
+        if not began:  # (within a call: an MCP request, or a statement of a sql call)
+            db.bounds.narrow(limit_ms, memory_mb, limit_from, memory_from)
         try:
             db.check_file()
             # (the arguments as given: no branch isn't branch="main")
@@ -328,13 +367,6 @@ class Registry:
 
 
 REGISTRY = Registry()
-
-
-def time_limit(caller: Caller) -> int | None:
-    """A caller's statement time limit in ms: its own, else safe mode's default; 0 is none."""
-    if caller.max_query_ms is not None:
-        return caller.max_query_ms or None
-    return limits.AGENT_QUERY_MS if caller.mode == "safe" else None
 
 
 def _within(reply: Reply, caller: Caller) -> Reply:

@@ -3,7 +3,8 @@
 * ``owner``: the database's own user (the CLI, the Python API, ``chronos mcp --allow-merge``):
   everything.
 * ``safe``: ``chronos mcp`` by default. An agent reads every branch and forks; it writes only on
-  the worlds it forked in this session; merge (and later restore, undo_merge) is a person's.
+  the worlds it forked in this session; merge, restore and undo_merge are a person's.
+* ``agent``: ``chronos mcp --agent NAME``: only the named agent's rights (``agentrights``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any, Protocol
 from .. import sqltext
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
-from ..storage import guard, worlds
+from ..storage import agents, guard, worlds
 from ..storage.branchref import BranchRef
+from . import agentrights
 
 
 class Operation(Protocol):
@@ -28,8 +30,12 @@ class Operation(Protocol):
 class Caller(Protocol):
     """What the rights read of a caller (the registry's ``Caller``)."""
 
+    name: str
     mode: str
     own_worlds: set[str]
+    rights: frozenset[str]
+
+    quotas: dict[str, int | None]
 
     def own_world_names(self, db: Any) -> list[str]: ...
 
@@ -42,7 +48,30 @@ WRITES_BRANCH.add("insert")  # loading a file into a table (loading.py): as put
 
 
 def listed(op: Operation, caller: Caller) -> bool:
-    return op.mcp and (caller.mode != "safe" or op.name not in PERSON_ONLY)
+    if not op.mcp:
+        return False
+    if caller.mode == "agent":
+        return agentrights.listed(op.name, caller.rights)
+    return caller.mode != "safe" or op.name not in PERSON_ONLY
+
+
+def refresh(db: Any, caller: Caller) -> None:
+    """An agent's rights and quotas as the file has them now: a person's ALTER AGENT holds from
+    its next call on; a disabled or dropped agent's calls are refused."""
+    agent = agents.find(db.main.conn, caller.name)
+    if agent is None or not agent.enabled:
+        state = "dropped" if agent is None else "disabled"
+        raise ChronosError(
+            f"agent {caller.name} is {state}: it can act no more"
+            + (
+                f" (a person enables it: chronos {db.folder} agent alter {caller.name} --enable)"
+                if agent
+                else ""
+            ),
+            REFUSED,
+        )
+    caller.rights = agentrights.effective(agent.rights)
+    caller.quotas = agent.quotas()
 
 
 def check(
@@ -50,6 +79,9 @@ def check(
 ) -> None:
     """Refuse a call the caller may not make (nothing has run yet). ``reads_only``: whether
     the registry's operation of that name only reads (what a chronos statement runs)."""
+    if caller.mode == "agent":
+        agentrights.check(db, op.name, reads_only(op.name), args, caller)
+        return
     if caller.mode != "safe":
         return
     if op.name in PERSON_ONLY:
@@ -81,7 +113,10 @@ def check(
 def sql_access(db: Any, branch: str | None, caller: Caller) -> Callable[[Any], guard.Access]:
     """What a sql call's statements may touch, given the world its session is on (None: main),
     which the guard holds them to as SQLite prepares them: everything for the database's own
-    user; in safe mode, writes only on the session's own worlds, and no settings anywhere."""
+    user; in safe mode, writes only on the session's own worlds, and no settings anywhere; an
+    agent, what its rights allow."""
+    if caller.mode == "agent":
+        return agentrights.sql_access(db, caller)
     if caller.mode != "safe":
         return _everything
 
@@ -118,6 +153,12 @@ def _check_statement(stmt: str, words: list[str], reads_only: Callable[[str], bo
     """Chronos statements that only read (SHOW WORLDS, DIFF, MERGE ... DRY RUN, SHOW HISTORY)
     run in safe mode; the rest change worlds, which the tools do on an agent's own branches."""
     op, _args = statements_sql.parse(stmt)  # a malformed one: the error shows its form
+    if op == "audit":
+        raise ChronosError(
+            "safe mode: agents can't read the audit trail (SHOW AUDIT): a person reads it with "
+            "`chronos <folder> audit`",
+            REFUSED,
+        )
     if reads_only(op):
         return
     raise ChronosError(

@@ -46,6 +46,7 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
     ("agent", "ALTER AGENT <name> SET (<meta>)"),
     ("agent", "DROP AGENT <name>"),
     ("agent", "SHOW AGENTS"),
+    ("audit", "SHOW AUDIT [<agent>] [SINCE '<moment:since>'] [LIMIT <n:limit:int>]"),
 )
 # The agent statements' action, by their first words; their (key = value, ...) list is the
 # operation's arguments (rights = 'read, fork', max_query_ms = 2000, enabled = false).

@@ -447,6 +447,12 @@ def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
         return ChronosError(errors.OWN_TABLES, errors.REFUSED)
     if denial.kind == "main":
         return ChronosError(guard.main_table_message(denial.name), errors.REFUSED)
+    if denial.kind == "secret":
+        return ChronosError(
+            f"{denial.name} isn't readable: an agent's token is kept only as a salted hash, "
+            f"which no statement reads; SHOW AGENTS lists the agents",
+            errors.REFUSED,
+        )
     if access.refusal is not None:
         return access.refusal(denial)
     what = "change settings" if denial.kind == "settings" else "write"

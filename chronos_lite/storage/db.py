@@ -104,6 +104,7 @@ class Database:
         # with it (MCP and HTTP: each call is its own session, as the spec has it)
         self.keep_temp = False
         self.caller_run: str | None = None
+        self.agent_calls = 0  # a named agent's calls running (nested: sql's statements)
         # The file's header, read through SQLite's own VFS: a plain open and close of the file
         # would drop the POSIX locks SQLite holds on it in this process.
         self._header = apsw.VFSFile(

@@ -118,12 +118,26 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
 def interrupted(bounds: limits.Bounds) -> ChronosError:
     """The call was stopped: by its time limit, a cancel, or Ctrl-C."""
     if bounds.stopped == limits.TIMEOUT:
+        whose = bounds.limit_from or "its limit"
+        raise_it = (
+            "raise it (chronos <folder> agent alter <name> --max-query-ms)"
+            if bounds.limit_from.startswith("agent")
+            else "raise the limit (chronos mcp --max-query-ms; in Python, Caller(max_query_ms=...))"
+        )
         return ChronosError(
-            f"canceling statement due to statement timeout: the call ran past its limit of "
+            f"canceling statement due to statement timeout: the call ran past {whose} of "
             f"{bounds.limit_ms:,} ms and was rolled back, nothing was changed; ask for less "
-            f"(LIMIT, a narrower WHERE), or raise the limit (chronos mcp --max-query-ms; in "
-            f"Python, Caller(max_query_ms=...))",
+            f"(LIMIT, a narrower WHERE), or {raise_it}",
             QUERY_CANCELED,
+        )
+    if bounds.stopped == limits.MEMORY:
+        return ChronosError(
+            f"canceling statement due to its memory limit: it took more than "
+            f"{bounds.memory_from or 'its limit'} of {bounds.memory_mb:,} MB (SQLite's memory "
+            f"beyond what was in use when the call began) and was rolled back, nothing was "
+            f"changed; ask for less (LIMIT, fewer or shorter values, no ORDER BY over a big "
+            f"result), or raise the limit",
+            OUT_OF_MEMORY,
         )
     if bounds.stopped == limits.CANCELLED:
         return ChronosError(

@@ -6,7 +6,8 @@ every rewrite chronos made, ``AS OF`` included) and the actions of nested prepar
 statement runs (a ``pragma_...`` table-valued function prepares its PRAGMA then). It decides by
 the call's ``Access``:
 
-* reads (SELECT, reading a table, calling a function, a read-only PRAGMA) always run;
+* reads (SELECT, reading a table, calling a function, a read-only PRAGMA) always run, but for
+  the agents' token hashes (``SECRET``), which no statement reads;
 * a call without write access (safe mode off its own worlds, a branch as it was) runs nothing
   else: no row write, no schema change, no transaction statement, no setting;
 * settings (a PRAGMA that sets, ATTACH, DETACH, ANALYZE, REINDEX) need ``settings`` access;
@@ -76,6 +77,9 @@ ON_TABLE = {
     apsw.SQLITE_CREATE_TRIGGER,
 }
 
+# What no statement reads, whoever sends it: the agents' token hashes and their salts.
+SECRET = {"_chronos_agents": ("salt", "hash")}
+
 # PRAGMAs that only read: these take an argument (a table's name)...
 READ_WITH_ARGUMENT = {
     "table_info",
@@ -117,8 +121,8 @@ def reading_pragma(name: str, argument: str | None) -> bool:
 @dataclass(frozen=True)
 class Denial:
     """Why the guard refused an action: ``kind`` is ``write`` (the call may only read),
-    ``settings``, ``own`` (chronos' objects) or ``main`` (main's table from a world);
-    ``name`` what the action named."""
+    ``settings``, ``own`` (chronos' objects), ``main`` (main's table from a world) or
+    ``secret`` (a token's hash); ``name`` what the action named."""
 
     kind: str
     name: str = ""
@@ -210,6 +214,8 @@ class Guard:
 
     def _decide(self, op: int, one: str, two: str, db: str | None, access: Access) -> Denial | None:
         if op in READS:
+            if op == apsw.SQLITE_READ and two.lower() in SECRET.get(one.lower(), ()):
+                return Denial("secret", f"{one}.{two}")
             return None
         if op == apsw.SQLITE_PRAGMA:
             if reading_pragma(one, two or None):

@@ -31,7 +31,7 @@ AGENT_QUERY_MS = 30_000  # safe mode's (and agents') statement time limit by def
 PROGRESS_EVERY = 1000  # SQLite VM steps between checks (no cost measurable on a 2M-row scan)
 YIELD_S = 0.0003  # the pause after a commit while others write too
 CONTENDED_S = 0.25  # how long another's commit counts as others writing
-TIMEOUT, CANCELLED = "timeout", "cancelled"
+TIMEOUT, CANCELLED, MEMORY = "timeout", "cancelled", "memory"
 
 
 @dataclass
@@ -41,6 +41,12 @@ class Bounds:
     busy_ms: int = BUSY_MS
     limit_ms: int | None = None  # the running call's time limit
     deadline: float | None = None  # ... as a time.monotonic() moment
+    limit_from: str = ""  # whose limit it is, for the error ("agent bot's max_query_ms")
+    memory_mb: int | None = None  # the running call's memory limit, in MB
+    memory_from: str = ""
+    _memory_cap: int | None = None  # ... as SQLite's heap in use, in bytes
+    _memory_at: int = 0  # SQLite's heap in use when the call began
+    _started: float = 0.0
     stopped: str | None = None  # why the running call is being stopped (TIMEOUT, CANCELLED)
     active: bool = False
     _busy_since: float = 0.0
@@ -48,18 +54,55 @@ class Bounds:
     _others_until: float = 0.0  # others wrote recently (until then, commits pause)
     _waited: bool = False  # the busy handler waited since the last commit
 
-    def begin(self, limit_ms: int | None = None) -> bool:
+    def begin(
+        self,
+        limit_ms: int | None = None,
+        memory_mb: int | None = None,
+        limit_from: str = "",
+        memory_from: str = "",
+    ) -> bool:
         """A call starts (True); False if one runs already (calls don't nest: the inner one
-        keeps the outer's limit, and mustn't end it). Pair with ``end``."""
+        keeps the outer's limits, and mustn't end it). Pair with ``end``. ``memory_mb``: how
+        much more of SQLite's heap (the process') than at the start the call may take."""
         if self.active:
             return False
-        self.active, self.stopped, self.limit_ms = True, None, limit_ms
-        self.deadline = time.monotonic() + limit_ms / 1000 if limit_ms else None
+        self.active, self.stopped = True, None
+        self._started, self._memory_at = time.monotonic(), apsw.memory_used()
+        self.reset(limit_ms, memory_mb, limit_from, memory_from)
         return True
+
+    def reset(
+        self,
+        limit_ms: int | None,
+        memory_mb: int | None,
+        limit_from: str = "",
+        memory_from: str = "",
+    ) -> None:
+        """The running call's limits are these (counted from its start): an agent's quotas
+        read afresh once its call has begun."""
+        self.limit_ms = self.memory_mb = self.deadline = self._memory_cap = None
+        self.narrow(limit_ms, memory_mb, limit_from, memory_from)
+
+    def narrow(
+        self,
+        limit_ms: int | None,
+        memory_mb: int | None,
+        limit_from: str = "",
+        memory_from: str = "",
+    ) -> None:
+        """Hold the running call to these limits too, where they are less (an inner call's
+        caller, read afresh, may have a smaller quota than the call began with)."""
+        if limit_ms and (self.limit_ms is None or limit_ms < self.limit_ms):
+            self.limit_ms, self.limit_from = limit_ms, limit_from
+            self.deadline = self._started + limit_ms / 1000
+        if memory_mb and (self.memory_mb is None or memory_mb < self.memory_mb):
+            self.memory_mb, self.memory_from = memory_mb, memory_from
+            self._memory_cap = self._memory_at + memory_mb * 2**20
 
     def end(self, began: bool) -> None:
         if began:
             self.active, self.deadline, self.limit_ms = False, None, None
+            self.memory_mb = self._memory_cap = None
 
     def cancel(self, why: str = CANCELLED) -> None:
         """Stop the running call at its next check (from any thread); nothing if none runs."""
@@ -76,6 +119,9 @@ class Bounds:
             return True
         if self.deadline is not None and time.monotonic() > self.deadline:
             self.stopped = TIMEOUT
+            return True
+        if self._memory_cap is not None and apsw.memory_used() > self._memory_cap:
+            self.stopped = MEMORY
             return True
         return False
 

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
-from . import agents
+from . import agents, audit
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
 
@@ -128,6 +128,7 @@ def shadow_tables(n: int) -> tuple[str, str, str]:
 def install_base(conn: apsw.Connection) -> None:
     conn.execute(BASE_SCHEMA)
     conn.execute(agents.DDL)
+    conn.execute(audit.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------
@@ -405,10 +406,10 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
         conn.execute(
             "select count(*) from sqlite_schema where name in "
             "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
-            "'_chronos_merge_rows', '_chronos_agents')"
+            "'_chronos_merge_rows', '_chronos_agents', '_chronos_audit')"
         )
     )[0][0]
-    if have < 5:
+    if have < 6:
         with write(conn):
             install_base(conn)
     if not conn.execute(

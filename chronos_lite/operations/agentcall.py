@@ -1,0 +1,115 @@
+"""One call of a named agent: its rights read afresh, a slot of its ``max_concurrent``, its run
+fields from the branch's meta, and the audit entry (what changed, or the refusal).
+
+Only the outermost call is counted and audited: a chronos statement inside a sql call runs
+within the sql call's slot, and its refusal is the sql call's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..errors import REFUSED, ChronosError
+from ..storage import audit, faults, slots
+from ..storage.branchref import BranchRef
+from . import rights
+from .calllimits import limits_of
+
+T = TypeVar("T")
+# Refusals of the agent's rights and quotas (kept whether or not the call would have changed
+# anything): 42501, too many at once, and statements its time or memory quota stopped.
+REFUSALS = {REFUSED, slots.TOO_MANY}
+QUOTA_STOPS = {faults.QUERY_CANCELED, faults.OUT_OF_MEMORY}
+
+
+def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
+    """``call`` (the registry's run of the operation) as the agent's audited call."""
+    if db.agent_calls:  # (inside one of its calls: the outer call counts and audits)
+        return call()
+    args = args if isinstance(args, dict) else {}
+    db.agent_calls += 1
+    slot: slots.Slot | None = None
+    before = None if op.read_only else audit.last_event(db.main.conn)
+    fields = _run_fields(db, op.name, args)  # (before the call: a merge ends its world)
+    try:
+        rights.refresh(db, caller)  # (disabled, or its rights changed, since it started)
+        if db.bounds.active:  # (begun by the MCP server: with the quotas as they were)
+            (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(caller)
+            db.bounds.reset(limit_ms, memory_mb, limit_from, memory_from)
+        caller.run = fields.get("run_id")
+        quota = caller.quotas.get("max_concurrent")
+        if quota:
+            slot = slots.take(db.folder, caller.name, quota)
+        result = call()
+    except ChronosError as exc:
+        if exc.code in REFUSALS or exc.code in QUOTA_STOPS or not op.read_only:
+            outcome = (
+                "refused"
+                if exc.code in REFUSALS
+                else "stopped"
+                if exc.code in QUOTA_STOPS
+                else "error"
+            )
+            _record(db, op.name, args, caller, fields, outcome, exc.code, str(exc))
+        raise
+    finally:
+        if slot is not None:
+            slot.release()
+        db.agent_calls -= 1
+    if before is not None:
+        changed, rows = audit.changes_since(db.main.conn, before, caller.name)
+        if changed:
+            _record(db, op.name, args, caller, fields, "ok", rows=rows)
+    return result
+
+
+def _record(
+    db: Any,
+    tool: str,
+    args: dict,
+    caller: Any,
+    fields: dict[str, str],
+    outcome: str,
+    code: str | None = None,
+    message: str | None = None,
+    rows: int = 0,
+) -> None:
+    entry = audit.Entry(
+        caller.name,
+        tool,
+        _branch(tool, args),
+        args,
+        outcome,
+        code,
+        message,
+        rows,
+        fields,
+    )
+    try:
+        with db.write(db.main.conn) as conn:
+            audit.record(conn, entry)
+    except ChronosError:
+        pass  # (a busy or full disk: the call's own outcome is what the caller must hear)
+
+
+def _branch(tool: str, args: dict) -> str:
+    name = args.get("name") if tool == "fork" else args.get("branch")
+    return name if isinstance(name, str) and name else "main"
+
+
+def _run_fields(db: Any, tool: str, args: dict) -> dict[str, str]:
+    """The run fields of the call's branch: its meta's (a fork's: the meta it is given)."""
+    if tool in ("fork", "set_meta"):
+        meta = args.get("meta")
+        return audit.run_fields(meta if isinstance(meta, dict) else None)
+    branch = args.get("branch")
+    if not isinstance(branch, str):
+        return {}
+    ref = BranchRef.parse(branch)
+    if ref.is_main:
+        return {}
+    try:
+        return audit.run_fields(db.world(ref.name).meta)
+    except ChronosError:
+        return {}  # (no such branch: the call's own error says so)

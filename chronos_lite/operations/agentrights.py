@@ -1,0 +1,224 @@
+"""What a named agent may do: its rights (the concepts page's table), checked per call.
+
+* ``read``: read any branch (its own worlds it reads without it).
+* ``fork``: make worlds, which are its own (``owner``), across sessions.
+* ``write_own``: change the worlds it forked (rows, schema, checkpoints, rebase).
+* ``write_main``: reach main: its direct writes (while no merge policy holds it), and with
+  ``merge_own`` its merges into main.
+* ``merge_own``: merge the worlds it forked (into main with ``write_main``; into a world of its
+  own).
+* ``merge``: merge any world, anywhere. ``restore``: restore, roll back and undo (UNDO AGENT).
+* ``admin``: every right, and managing agents and settings.
+
+A world's statements that SQLite runs are held to the same rights as SQLite prepares them (the
+guard's ``Access``); chronos' statements in sql run their operation, checked here as that call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from ..errors import REFUSED, ChronosError
+from ..storage import agents, guard, worlds
+from ..storage.branchref import BranchRef
+
+
+class Caller(Protocol):
+    name: str
+    rights: frozenset[str]
+
+
+def effective(rights: Iterable[str]) -> frozenset[str]:
+    """An agent's rights as they act: admin is every right."""
+    given = frozenset(rights)
+    return frozenset(agents.RIGHTS) if "admin" in given else given
+
+
+def listed(name: str, rights: frozenset[str]) -> bool:
+    """The spec's table: the tools an agent sees only with these rights."""
+    if name == "merge":
+        return bool({"merge", "merge_own"} & rights)
+    if name in ("restore", "rollback"):
+        return "restore" in rights
+    if name == "undo_merge":
+        return "admin" in rights or {"restore", "merge"} <= rights
+    return True
+
+
+# Operations that write the branch they name (as put: on its own worlds with write_own, main
+# with write_main).
+WRITES_BRANCH = {"put", "delete", "insert", "rebase", "checkpoint"}
+MANAGES_WORLD = {"set_meta", "discard"}
+ADMIN_ONLY = {"agent", "config", "audit"}
+
+
+def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> None:
+    """Refuse a call the agent's rights don't allow (nothing has run yet)."""
+    rights = caller.rights
+    branch = args.get("branch")
+    if name in ADMIN_ONLY:
+        _need(caller, {"admin"}, _doing(name, args))
+    elif name in WRITES_BRANCH:
+        _need_write(db, branch, caller)
+    elif name in MANAGES_WORLD:
+        _need_manage(db, branch, caller, name, bool(args.get("cascade")))
+    elif name == "fork":
+        _need(caller, {"fork"}, "fork a world")
+        _need_read(db, args.get("from"), caller)
+    elif name == "merge":
+        _need_merge(db, branch, args.get("into"), caller)
+    elif name in ("restore", "rollback"):
+        _need(caller, {"restore"}, f"{name.replace('_', ' ')} {_where(branch)}")
+    elif name == "undo_merge":
+        if not ("admin" in rights or {"restore", "merge"} <= rights):
+            raise _refused(caller, "undo a merge", "admin, or restore and merge")
+    elif name == "undo_agent":
+        _need(caller, {"restore"}, f"undo what {args.get('agent')} did (UNDO AGENT)")
+    elif name == "sql":
+        _need_read(db, branch, caller)  # (its statements: the guard, and the calls they run)
+    elif read_only:
+        _need_read(db, branch, caller)
+    else:  # (an operation this table doesn't know yet: only an admin)
+        _need(caller, {"admin"}, _doing(name, args))
+
+
+def sql_access(db: Any, caller: Caller) -> Callable[[Any], guard.Access]:
+    """What the agent's SQL may write, per the world a statement runs on (None: main)."""
+    rights = caller.rights
+
+    def access(world: Any) -> guard.Access:
+        if world is None:
+            write = "write_main" in rights
+        elif world.owner == caller.name:
+            write = "write_own" in rights
+        else:
+            write = "admin" in rights
+        refusal = _sql_refusal(caller, world)
+        return guard.Access(write, "admin" in rights, refusal)
+
+    return access
+
+
+def _sql_refusal(caller: Caller, world: Any) -> Callable[[guard.Denial], ChronosError]:
+    def refusal(denial: guard.Denial) -> ChronosError:
+        if denial.kind == "settings":
+            return _refused(caller, f"change settings in SQL ({denial.name})", "admin")
+        if world is None:
+            return _refused(caller, "write main", "write_main", _MAIN_HINT)
+        if world.owner == caller.name:
+            return _refused(caller, f"write its world {world.name}", "write_own")
+        return _not_its(caller, world, "write")
+
+    return refusal
+
+
+_MAIN_HINT = 'fork a world (the fork tool) and write there, with branch="<your branch>"'
+
+
+def owns(db: Any, branch: str | None, caller: Caller) -> bool:
+    """Whether the branch is a world the agent forked (main and a past branch aren't)."""
+    ref = BranchRef.parse(branch)
+    if ref.is_main:
+        return False
+    return db.world(ref.name).owner == caller.name  # (a clear error for no such branch)
+
+
+def _need_read(db: Any, branch: str | None, caller: Caller) -> None:
+    if "read" in caller.rights or owns(db, branch, caller):
+        return
+    raise _refused(
+        caller, f"read {_where(branch)}", "read", "it reads without it only the worlds it forked"
+    )
+
+
+def _need_write(db: Any, branch: str | None, caller: Caller) -> None:
+    ref = BranchRef.parse(branch)
+    if ref.past:
+        raise ref.read_only()
+    if ref.is_main:
+        _need(caller, {"write_main"}, "write main", _MAIN_HINT)
+        return
+    world = db.world(ref.name)
+    if world.owner == caller.name:
+        _need(caller, {"write_own"}, f"write its world {world.name}")
+    elif "admin" not in caller.rights:
+        raise _not_its(caller, world, "write")
+
+
+def _need_manage(db: Any, branch: str | None, caller: Caller, name: str, cascade: bool) -> None:
+    what = "discard" if name == "discard" else "change the meta of"
+    ref = BranchRef.parse(branch)
+    if ref.is_main:
+        return  # (the operation's own error: main is no world to discard or annotate)
+    world = db.world(ref.name)
+    if "admin" in caller.rights:
+        return
+    if world.owner != caller.name:
+        raise _not_its(caller, world, what)
+    if cascade:
+        strangers = [w for w in worlds.children(db.main.conn, world) if w.owner != caller.name]
+        if strangers:
+            names = ", ".join(f"{w.name} ({w.owner}'s)" for w in strangers)
+            raise ChronosError(
+                f"agent {caller.name} can't discard {world.name} with cascade: that would "
+                f"throw away {names}, which it didn't fork; discard only its own worlds",
+                REFUSED,
+            )
+
+
+def _need_merge(db: Any, branch: str | None, into: str | None, caller: Caller) -> None:
+    rights = caller.rights
+    if "merge" in rights:
+        return
+    world = db.world(BranchRef.parse(branch).name)
+    if "merge_own" not in rights:
+        raise _refused(
+            caller,
+            f"merge {world.name}",
+            "merge_own (its own worlds) or merge",
+            "report the branch: a person merges it",
+        )
+    if world.owner != caller.name:
+        raise _not_its(caller, world, "merge")
+    target = into or world.parent
+    if BranchRef.parse(target).is_main:
+        _need(
+            caller,
+            {"write_main"},
+            f"merge {world.name} into main",
+            "report the branch: a person merges it",
+        )
+    elif db.world(BranchRef.parse(target).name).owner != caller.name:
+        raise _not_its(caller, db.world(BranchRef.parse(target).name), "merge into")
+
+
+def _need(caller: Caller, needs: set[str], what: str, then: str = "") -> None:
+    if not needs & caller.rights:
+        raise _refused(caller, what, " or ".join(sorted(needs)), then)
+
+
+def _refused(caller: Caller, what: str, needs: str, then: str = "") -> ChronosError:
+    has = ", ".join(r for r in agents.RIGHTS if r in caller.rights) or "none"
+    text = (
+        f"agent {caller.name} can't {what}: that needs {needs}, and its rights are {has} "
+        f"(a person gives rights: chronos <folder> agent alter {caller.name} --rights ...)"
+    )
+    return ChronosError(text + (f"; {then}" if then else ""), REFUSED)
+
+
+def _not_its(caller: Caller, world: Any, what: str) -> ChronosError:
+    return ChronosError(
+        f"agent {caller.name} can't {what} {world.name}: it is {world.owner}'s world, and an "
+        f"agent changes only the worlds it forked (fork one of your own, or ask its owner)",
+        REFUSED,
+    )
+
+
+def _where(branch: str | None) -> str:
+    return "main" if BranchRef.parse(branch).is_main else f"branch {branch}"
+
+
+def _doing(name: str, args: dict) -> str:
+    action = args.get("action")
+    return f"{action} an agent" if name == "agent" and action else f"run {name}"
