@@ -10,6 +10,10 @@ What is measured (see benchmarks/README.md, "MCP round trips", for a recorded ru
 * reference: the ``mcp-server-sqlite`` package (PyPI, on the ``mcp`` SDK < 2) answering the
   same point select (its ``read_query`` tool) on a copy of the same database file. The script
   installs it in a venv of its own under a cache folder; without network the row is skipped.
+* ``--agent``: the same four chronos cases from a second `chronos mcp` process serving as the
+  agent ``bench`` (rights read, fork and write_own; every quota set: max_query_ms,
+  max_memory_mb, max_concurrent), beside the safe-mode one: what the agent's rights, quotas and
+  audit cost a call, as the ratio of their p50s (target: at most 1.10).
 * floor: a bare Python line loop, written by this script: read a JSON line, run the same
   query with sqlite3 on the same copy, write a JSON line. Nothing over stdio can be much
   faster in Python; it is the pipe, two JSON codecs and one SQLite lookup.
@@ -36,6 +40,7 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_mcp.py --no-reference --json out.json
     .venv/bin/python benchmarks/bench_mcp.py --profile   # also: where one call's time goes
     .venv/bin/python benchmarks/bench_mcp.py --placement one,two,os
+    .venv/bin/python benchmarks/bench_mcp.py --no-reference --agent   # --agent beside safe mode
 
 A missed target prints MISS; the exit status stays 0.
 """
@@ -82,6 +87,9 @@ DB_FILE = "chronos.db"  # where chronos keeps a folder's database
 ROWS = 10_000
 WORLD = "w"
 TARGET_MS = 0.5  # the issue's target: chronos p50 under 0.5 ms, on main and on a world
+AGENT_TARGET = 1.10  # issue 14: an agent's call at most 10% slower than safe mode's
+AGENT = "bench"
+AGENT_QUOTAS = {"max_concurrent": 4, "max_query_ms": 30_000, "max_memory_mb": 256}
 VERSIONS = ("2025-11-25", "2025-06-18")  # asked in this order at initialize
 REFERENCE_PACKAGES = ("mcp-server-sqlite", "mcp<2")
 INSTALL_TIMEOUT_S = 300  # each step; pip itself gives up sooner without network
@@ -168,6 +176,8 @@ def build(folder: Path) -> None:
                 )
         count = db.query("select count(*) as n from users", branch=WORLD)[0]["n"]
         assert count == ROWS, count
+        rights = ["read", "fork", "write_own"]
+        db.call("agent", action="create", name=AGENT, rights=rights, **AGENT_QUOTAS)
     finally:
         db.close()
 
@@ -388,16 +398,23 @@ def check(case: Case, lines: list[bytes], replies: list[bytes]) -> None:
 # --- the cases and the run --------------------------------------------------------------------
 
 
-def cases(reference: bool) -> list[Case]:
+def chronos_cases(server: str, label: str) -> list[Case]:
     get = {"table": "users", "id": "1"}
     sql = {"sql": QUERY}
     main_row, world_row = "user 1", "renamed 1"
-    out = [
-        Case("chronos get, main", "chronos", "get", get, main_row, True),
-        Case("chronos sql, main", "chronos", "sql", sql, main_row, True),
-        Case("chronos get, world", "chronos", "get", {**get, "branch": WORLD}, world_row, True),
-        Case("chronos sql, world", "chronos", "sql", {**sql, "branch": WORLD}, world_row, True),
+    return [
+        Case(f"{label} get, main", server, "get", get, main_row, True),
+        Case(f"{label} sql, main", server, "sql", sql, main_row, True),
+        Case(f"{label} get, world", server, "get", {**get, "branch": WORLD}, world_row, True),
+        Case(f"{label} sql, world", server, "sql", {**sql, "branch": WORLD}, world_row, True),
     ]
+
+
+def cases(reference: bool, agent: bool = False) -> list[Case]:
+    main_row = "user 1"
+    out = chronos_cases("chronos", "chronos")
+    if agent:
+        out += chronos_cases("agent", "chronos --agent")
     if reference:
         out.append(
             Case(
@@ -510,6 +527,62 @@ def figures(placement: str, run: Run, all_cases: list[Case]) -> list[Figure]:
             )
         )
     return out
+
+
+@dataclass
+class AgentRatio:
+    """An agent's case beside safe mode's (times in ms)."""
+
+    placement: str
+    case: str
+    safe_p50: float
+    agent_p50: float
+    safe_p99: float
+    agent_p99: float
+    ratio: float  # agent p50 / safe p50
+    passed: bool
+
+
+def agent_ratios(placement: str, figs: list[Figure]) -> list[AgentRatio]:
+    by_name = {f.name: f for f in figs}
+    out = []
+    for f in figs:
+        if not f.name.startswith("chronos --agent "):
+            continue
+        safe = by_name["chronos " + f.name.removeprefix("chronos --agent ")]
+        ratio = f.p50 / safe.p50
+        out.append(
+            AgentRatio(
+                placement,
+                safe.name.removeprefix("chronos "),
+                safe.p50,
+                f.p50,
+                safe.p99,
+                f.p99,
+                ratio,
+                ratio <= AGENT_TARGET,
+            )
+        )
+    return out
+
+
+def agent_table(ratios: list[AgentRatio]) -> str:
+    head = ("case", "safe p50", "agent p50", "safe p99", "agent p99", "ratio", "target", "result")
+    lines = [head]
+    for r in ratios:
+        lines.append(
+            (
+                r.case,
+                f"{r.safe_p50:.3f}",
+                f"{r.agent_p50:.3f}",
+                f"{r.safe_p99:.3f}",
+                f"{r.agent_p99:.3f}",
+                f"{r.ratio:.3f}x",
+                f"<= {AGENT_TARGET:.2f}",
+                verdict(r.passed),
+            )
+        )
+    return aligned(lines)
 
 
 # --- where one chronos call's time goes (--profile) -------------------------------------------
@@ -694,6 +767,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="also profile one chronos call of each case"
     )
+    parser.add_argument(
+        "--agent",
+        action="store_true",
+        help=f"also the chronos cases as the agent {AGENT} (quotas set), against safe mode",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.calls:
@@ -713,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
         exe, reference_note = reference_server(args.ref_venv)
         if exe is None:
             print(f"  reference skipped: {reference_note}", flush=True)
-    all_cases = cases(exe is not None)
+    all_cases = cases(exe is not None, args.agent)
 
     runs: dict[Placement, Run] = {}
     with work_folder("mcp-") as work:
@@ -726,6 +804,8 @@ def main(argv: list[str] | None = None) -> int:
             floor_script.write_text(FLOOR_SERVER)
 
         commands = {"chronos": [CHRONOS, "mcp", str(folder)]}
+        if args.agent:
+            commands["agent"] = [CHRONOS, "mcp", str(folder), "--agent", AGENT]
         if exe is not None:
             commands["reference"] = [str(exe), "--db-path", str(copy)]
         commands["floor"] = [sys.executable, str(floor_script), str(copy)]
@@ -739,6 +819,8 @@ def main(argv: list[str] | None = None) -> int:
 
     versions = next(iter(runs.values())).versions
     servers = {"chronos": "chronos mcp (safe mode)", "floor": "floor"}
+    if args.agent:
+        servers["agent"] = f"chronos mcp --agent {AGENT}"
     if exe is not None:
         servers["reference"] = reference_note
     agreed = "; ".join(f"{label} {versions[name]}" for name, label in servers.items())
@@ -746,12 +828,22 @@ def main(argv: list[str] | None = None) -> int:
     if exe is None:
         print(f"  reference: {reference_note}")
     figs: list[Figure] = []
+    agent_figs: list[AgentRatio] = []
     for placement, run in runs.items():
         these = figures(placement.name, run, all_cases)
         print(f"\n{placement.describe()}\n")
         print(table(these))
         figs += these
-    print(f"\n{missed(f.passed for f in figs)}")
+        if args.agent:
+            ratios = agent_ratios(placement.name, these)
+            print(
+                f"\nthe agent {AGENT} (rights and quotas checked, calls audited) beside safe "
+                f"mode, {placement.describe()}\n"
+            )
+            print(agent_table(ratios))
+            agent_figs += ratios
+    passed = [f.passed for f in figs] + [r.passed for r in agent_figs]
+    print(f"\n{missed(passed)}")
     if profiled:
         print(profiled)
     write_json(
@@ -762,6 +854,7 @@ def main(argv: list[str] | None = None) -> int:
             "protocols": versions,
             "placements": {p.name: p.describe() for p in runs},
             "figures": [asdict(f) for f in figs],
+            "agent": [asdict(r) for r in agent_figs],
         },
     )
     return 0

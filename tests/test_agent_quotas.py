@@ -6,6 +6,8 @@ exactly its rows. A person's ALTER AGENT holds from the agent's next call."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conftest import run_cli
 from mcp_lines import Server, tool_error
@@ -82,6 +84,26 @@ def test_max_concurrent_counts_calls_in_every_process(shop, folder, server):
             slots.take(folder, "bot", 1)  # (two calls of one process count twice)
     refusals = [e for e in shop.call("audit").data["entries"] if e["code"] == slots.TOO_MANY]
     assert len(refusals) == 2
+
+
+def test_max_concurrent_refuses_a_second_servers_call_while_the_first_runs(shop, server):
+    shop.call("agent", action="alter", name="bot", max_concurrent=1, max_query_ms=1500)
+    first, second = server(), server()
+    first.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 99,
+            "method": "tools/call",
+            "params": {"name": "sql", "arguments": {"sql": RUNAWAY}},
+        }
+    )
+    time.sleep(0.5)  # (the first server is inside its call, well before its 1.5 s limit)
+    text = tool_error(second.call("get", {"table": "users", "id": "1"}))
+    assert "agent bot may run 1 at a time (its max_concurrent)" in text
+    stopped = first.read()  # the runaway ends at the agent's max_query_ms
+    assert "max_query_ms of 1,500 ms" in stopped["result"]["content"][0]["text"]
+    assert second.call("get", {"table": "users", "id": "1"})["isError"] is False
+    assert first.call("get", {"table": "users", "id": "1"})["isError"] is False
 
 
 def test_a_slot_is_given_back_when_its_process_dies(shop, folder, server):

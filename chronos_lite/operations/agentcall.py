@@ -30,11 +30,12 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
     args = args if isinstance(args, dict) else {}
     db.agent_calls += 1
     slot: slots.Slot | None = None
-    before = None if op.read_only else audit.last_event(db.main.conn)
-    fields = _run_fields(db, op.name, args)  # (before the call: a merge ends its world)
+    before = None if op.read_only else tuple(db.recorded)
+    # the run fields before the call (a merge ends its world); a read needs them only if refused
+    fields = {} if op.read_only else _run_fields(db, op.name, args)
     try:
-        rights.refresh(db, caller)  # (disabled, or its rights changed, since it started)
-        if db.bounds.active:  # (begun by the MCP server: with the quotas as they were)
+        read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
+        if read_again and db.bounds.active:  # (begun by the MCP server, with older quotas)
             (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(caller)
             db.bounds.reset(limit_ms, memory_mb, limit_from, memory_from)
         caller.run = fields.get("run_id")
@@ -51,16 +52,15 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
                 if exc.code in QUOTA_STOPS
                 else "error"
             )
+            fields = fields or _run_fields(db, op.name, args)
             _record(db, op.name, args, caller, fields, outcome, exc.code, str(exc))
         raise
     finally:
         if slot is not None:
             slot.release()
         db.agent_calls -= 1
-    if before is not None:
-        changed, rows = audit.changes_since(db.main.conn, before, caller.name)
-        if changed:
-            _record(db, op.name, args, caller, fields, "ok", rows=rows)
+    if before is not None and db.recorded[0] != before[0]:  # (it recorded events: it changed)
+        _record(db, op.name, args, caller, fields, "ok", rows=db.recorded[1] - before[1])
     return result
 
 

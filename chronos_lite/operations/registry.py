@@ -45,6 +45,7 @@ class Caller:
     max_query_ms: int | None = None  # the call's time limit (safe mode: 30 s); None: none
     max_memory_mb: int | None = None  # the memory a call may take; None: no limit
     quotas: dict[str, int | None] = field(default_factory=dict)  # an agent's, read per call
+    seen: Any = None  # the file's version when the agent's row was read last
     run: str | None = None  # the caller's run id (agents, later), kept with what it writes
 
     @classmethod

@@ -17,6 +17,7 @@ from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
 from ..storage import agents, guard, worlds
 from ..storage.branchref import BranchRef
+from ..storage.fetch import one_row
 from . import agentrights
 
 
@@ -36,6 +37,7 @@ class Caller(Protocol):
     rights: frozenset[str]
 
     quotas: dict[str, int | None]
+    seen: Any
 
     def own_world_names(self, db: Any) -> list[str]: ...
 
@@ -55,10 +57,17 @@ def listed(op: Operation, caller: Caller) -> bool:
     return caller.mode != "safe" or op.name not in PERSON_ONLY
 
 
-def refresh(db: Any, caller: Caller) -> None:
+def refresh(db: Any, caller: Caller) -> bool:
     """An agent's rights and quotas as the file has them now: a person's ALTER AGENT holds from
-    its next call on; a disabled or dropped agent's calls are refused."""
-    agent = agents.find(db.main.conn, caller.name)
+    its next call on; a disabled or dropped agent's calls are refused. Whether they were read
+    again (the file changed since)."""
+    conn = db.main.conn
+    # (pragma data_version reads the file's: apsw's data_version() is the pager's as of its
+    # last read, which misses another process' commit until this connection reads again)
+    seen = (one_row(conn.execute("pragma data_version"))[0], conn.total_changes())
+    if caller.seen == seen:
+        return False
+    agent = agents.find(conn, caller.name)
     if agent is None or not agent.enabled:
         state = "dropped" if agent is None else "disabled"
         raise ChronosError(
@@ -72,6 +81,8 @@ def refresh(db: Any, caller: Caller) -> None:
         )
     caller.rights = agentrights.effective(agent.rights)
     caller.quotas = agent.quotas()
+    caller.seen = seen
+    return True
 
 
 def check(

@@ -144,22 +144,3 @@ def listing(
             (*args, limit),
         )
     )
-
-
-def changes_since(conn: apsw.Connection, last_event: int, actor: str) -> tuple[bool, int]:
-    """Whether ``actor`` recorded events after ``last_event``, and the rows they changed (a
-    merge's rows once: its world's ``merged`` event tells of the same rows)."""
-    found = all_rows(
-        conn.execute(
-            "select count(*), coalesce(sum(rows) filter (where kind <> 'merged'), 0) "
-            "from main._chronos_events where id > ? and actor = ?",
-            (last_event, actor),
-        )
-    )[0]
-    return bool(found[0]), int(found[1])
-
-
-def last_event(conn: apsw.Connection) -> int:
-    return int(
-        all_rows(conn.execute("select coalesce(max(id), 0) from main._chronos_events"))[0][0]
-    )

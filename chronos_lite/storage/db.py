@@ -105,6 +105,7 @@ class Database:
         self.keep_temp = False
         self.caller_run: str | None = None
         self.agent_calls = 0  # a named agent's calls running (nested: sql's statements)
+        self.recorded = [0, 0]  # events this process recorded, and the rows they changed
         # The file's header, read through SQLite's own VFS: a plain open and close of the file
         # would drop the POSIX locks SQLite holds on it in this process.
         self._header = apsw.VFSFile(
@@ -351,6 +352,9 @@ class Database:
     ) -> None:
         """An event of a branch (world 0: main), by the caller, in the caller's transaction."""
         events.record(conn, world, kind, self.caller_name, rows, detail, self.caller_run)
+        self.recorded[0] += 1
+        if kind != "merged":  # (a merge's rows once: its world's event tells of the same rows)
+            self.recorded[1] += rows
 
     # --- sessions ---------------------------------------------------------------------------
 
