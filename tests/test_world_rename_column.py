@@ -4,6 +4,8 @@ rows keep their values under the new name, and a merge renames the column on mai
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from differential import same_then_merged
 from mcp_lines import Server
@@ -215,7 +217,11 @@ def test_a_child_world_reads_its_parents_rename_and_merges_through_it(db):
 def test_the_past_of_a_world_reads_through_its_rename(db):
     db.fork("w")
     db.sql("update t set a = 'before' where id = 1", branch="w")
+    # (history is stamped to the millisecond: a moment in the same millisecond as a write may
+    # fall either side of it, so the moment is taken apart from both writes)
+    time.sleep(0.005)
     then = db.query("select strftime('%Y-%m-%d %H:%M:%f', 'now') as t")[0]["t"]
+    time.sleep(0.005)
     db.sql("alter table t rename column a to label", branch="w")
     db.sql("update t set label = 'after' where id = 1", branch="w")
     assert db.query("select label from t where id = 1", branch=f"w@{then}") == [{"label": "before"}]

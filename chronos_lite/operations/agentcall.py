@@ -56,8 +56,11 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
             _record(db, op.name, args, caller, fields, outcome, exc.code, str(exc))
         raise
     finally:
-        if slot is not None:
-            slot.release()
+        if slot is not None:  # (a server gives it back once the reply is out: off the wait)
+            if db.after_reply is not None:
+                db.after_reply.append(slot.release)
+            else:
+                slot.release()
         db.agent_calls -= 1
     if before is not None and db.recorded[0] != before[0]:  # (it recorded events: it changed)
         _record(db, op.name, args, caller, fields, "ok", rows=db.recorded[1] - before[1])

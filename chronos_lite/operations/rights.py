@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -17,7 +18,6 @@ from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
 from ..storage import agents, guard, worlds
 from ..storage.branchref import BranchRef
-from ..storage.fetch import one_row
 from . import agentrights
 
 
@@ -42,6 +42,8 @@ class Caller(Protocol):
     def own_world_names(self, db: Any) -> list[str]: ...
 
 
+FRESH_S = 0.05  # an agent's rights and quotas are at most this old when a call checks them
+
 # Operations a person runs: not listed in safe mode, refused if called.
 PERSON_ONLY = {"merge", "restore", "undo_merge"}
 # Operations that change the branch they name: safe mode needs one of its own worlds.
@@ -58,14 +60,15 @@ def listed(op: Operation, caller: Caller) -> bool:
 
 
 def refresh(db: Any, caller: Caller) -> bool:
-    """An agent's rights and quotas as the file has them now: a person's ALTER AGENT holds from
-    its next call on; a disabled or dropped agent's calls are refused. Whether they were read
-    again (the file changed since)."""
+    """An agent's rights and quotas as the file has them: read again when this process saw the
+    file change (its own commits, and others' as its reads found them) and at least every
+    ``FRESH_S``, so a person's ALTER AGENT holds within that; a disabled or dropped agent's
+    calls are refused. Whether they were read again."""
     conn = db.main.conn
-    # (pragma data_version reads the file's: apsw's data_version() is the pager's as of its
-    # last read, which misses another process' commit until this connection reads again)
-    seen = (one_row(conn.execute("pragma data_version"))[0], conn.total_changes())
-    if caller.seen == seen:
+    # (apsw's data_version() is the pager's, free to ask: a pragma data_version would cost a
+    # read transaction, two locks, on every call)
+    seen, now = (conn.data_version(), conn.total_changes()), time.monotonic()
+    if caller.seen is not None and caller.seen[0] == seen and now - caller.seen[1] < FRESH_S:
         return False
     agent = agents.find(conn, caller.name)
     if agent is None or not agent.enabled:
@@ -81,7 +84,7 @@ def refresh(db: Any, caller: Caller) -> bool:
         )
     caller.rights = agentrights.effective(agent.rights)
     caller.quotas = agent.quotas()
-    caller.seen = seen
+    caller.seen = (seen, now)
     return True
 
 
