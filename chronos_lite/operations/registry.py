@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import apsw
 import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
-from ..errors import BAD_ARGUMENT, REFUSED, TOO_BIG, ChronosError
+from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
 from ..statements import budget
 from ..storage import agents, faults
 from ..storage.branchref import BranchRef
@@ -57,7 +57,7 @@ class Caller:
             raise ChronosError(
                 f"no agent {name}: SHOW AGENTS lists them (chronos {db.folder} agent list); "
                 f"create one with chronos {db.folder} agent create {name} --rights ...",
-                REFUSED,
+                NOT_FOUND,
             )
         caller = cls(name=found.name, mode="agent", **session)
         rights.refresh(db, caller)
