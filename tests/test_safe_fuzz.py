@@ -265,6 +265,19 @@ def tool_call(draw) -> tuple[str, dict]:
 # --- the database and its untouchables ----------------------------------------------------------
 
 
+# The columns of chronos' shadow tables as first read: a column the agent's own world adds is
+# kept in them too (a world's schema change), which changes nothing of main's or another's.
+_SHADOW_COLUMNS: dict[tuple[Path, str], str] = {}
+
+
+def _columns(conn: sqlite3.Connection, folder: Path, table: str) -> str:
+    key = (folder, table)
+    if key not in _SHADOW_COLUMNS:
+        names = [r[1] for r in conn.execute(f"pragma table_info({table})")]
+        _SHADOW_COLUMNS[key] = ", ".join(f'"{c}"' for c in names)
+    return _SHADOW_COLUMNS[key]
+
+
 def untouchable(folder: Path) -> dict:
     """Main (its tables, their history, its schema) and the stranger's world (its rows, its
     record, its schema changes), read outside chronos."""
@@ -276,7 +289,8 @@ def untouchable(folder: Path) -> dict:
         ids = dict(conn.execute("select name, id from _chronos_tables"))
         for t in TABLES:
             n = ids[t]
-            out[f"history {t}"] = conn.execute(f"select * from _chronos_h_{n}").fetchall()
+            columns = _columns(conn, folder, f"_chronos_h_{n}")
+            out[f"history {t}"] = conn.execute(f"select {columns} from _chronos_h_{n}").fetchall()
         world = conn.execute(
             "select id, wid, name, parent, base, fork_seq, owner, meta, version, state "
             "from _chronos_worlds where name = 'outside'"
@@ -285,12 +299,15 @@ def untouchable(folder: Path) -> dict:
         wid = world[0][0]
         for t in TABLES:
             n = ids[t]
+            columns = _columns(conn, folder, f"_chronos_o_{n}")
             out[f"outside {t}"] = conn.execute(
-                f"select * from _chronos_o_{n} where _chronos_world in (?, ?) order by 1, 2, 3",
+                f"select {columns} from _chronos_o_{n} where _chronos_world in (?, ?) "
+                f"order by 1, 2, 3",
                 (wid, -wid),
             ).fetchall()
+            columns = _columns(conn, folder, f"_chronos_wh_{n}")
             out[f"outside history {t}"] = conn.execute(
-                f"select * from _chronos_wh_{n} where _chronos_world = ?", (wid,)
+                f"select {columns} from _chronos_wh_{n} where _chronos_world = ?", (wid,)
             ).fetchall()
         out["schema"] = conn.execute(
             "select type, name, sql from sqlite_master where name not like '\\_chronos\\_%' "
