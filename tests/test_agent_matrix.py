@@ -245,3 +245,24 @@ def test_the_agents_own_worlds_stay_its_own_across_sessions(shop, folder):
     shop.call("fork", caller=other, name="theirs")
     with pytest.raises(chronos_lite.ChronosError, match="it is owner's world"):
         shop.call("put", caller=later, table="users", id="1", record={"n": 1}, branch="theirs")
+
+
+def test_an_agent_without_read_reads_no_other_branch_through_sql_or_a_second_branch(shop):
+    shop.call("agent", action="create", name="bot", rights=["fork", "write_own"])
+    shop.call("fork", caller=Caller(name="bot"), name="mine")
+    shop.call("fork", name="theirs")
+    shop.sql("update users set name = 'secret' where id = 1", branch="theirs")
+    bot = Caller.for_agent(shop, "bot")
+    assert shop.call("sql", caller=bot, sql=SELECT_1, branch="mine").data["results"]
+    for sql in (
+        "select * from chronos_diff('theirs')",
+        "select * from chronos_worlds",
+        "select * from chronos_history('theirs')",
+        "select * from chronos_conflicts('theirs')",
+    ):
+        with pytest.raises(chronos_lite.ChronosError, match="can't read other branches in SQL"):
+            shop.call("sql", caller=bot, sql=sql, branch="mine")
+    with pytest.raises(chronos_lite.ChronosError, match="can't read branch theirs"):
+        shop.call("diff", caller=bot, branch="mine", to="theirs")
+    reader = Caller(name="owner")  # (the same statements for a caller that may read: they run)
+    assert shop.call("sql", caller=reader, sql="select * from chronos_diff('theirs')").data

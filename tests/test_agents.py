@@ -130,3 +130,10 @@ def test_safe_mode_manages_no_agent(folder, db):
         assert server.close() == 0
     with chronos_lite.open(folder) as again:
         assert again.call("agent", action="list").data["agents"] == []
+
+
+@pytest.mark.parametrize("name", ["owner", "Owner", "app"])
+def test_the_names_history_gives_others_are_no_agents(db, name):
+    with pytest.raises(ChronosError, match="can't be an agent's name"):
+        db.call("agent", action="create", name=name, rights=["read"])
+    assert db.call("agent", action="list").data["agents"] == []

@@ -79,6 +79,9 @@ def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> No
         _need_read(db, branch, caller)  # (its statements: the guard, and the calls they run)
     elif read_only:
         _need_read(db, branch, caller)
+        for other in ("to", "into"):  # (diff's other branch, merge_preview's target)
+            if args.get(other):
+                _need_read(db, args[other], caller)
     else:  # (an operation this table doesn't know yet: only an admin)
         _need(caller, {"admin"}, _doing(name, args))
 
@@ -95,7 +98,7 @@ def sql_access(db: Any, caller: Caller) -> Callable[[Any], guard.Access]:
         else:
             write = "admin" in rights
         refusal = _sql_refusal(caller, world)
-        return guard.Access(write, "admin" in rights, refusal)
+        return guard.Access(write, "admin" in rights, refusal, branches="read" in rights)
 
     return access
 
@@ -104,6 +107,10 @@ def _sql_refusal(caller: Caller, world: Any) -> Callable[[guard.Denial], Chronos
     def refusal(denial: guard.Denial) -> ChronosError:
         if denial.kind == "settings":
             return _refused(caller, f"change settings in SQL ({denial.name})", "admin")
+        if denial.kind == "read":
+            return _refused(
+                caller, f"read other branches in SQL ({denial.name})", "read", _OWN_HINT
+            )
         if world is None:
             return _refused(caller, "write main", "write_main", _MAIN_HINT)
         if world.owner == caller.name:
@@ -113,6 +120,7 @@ def _sql_refusal(caller: Caller, world: Any) -> Callable[[guard.Denial], Chronos
     return refusal
 
 
+_OWN_HINT = "it reads without it only the worlds it forked"
 _MAIN_HINT = 'fork a world (the fork tool) and write there, with branch="<your branch>"'
 
 
@@ -127,9 +135,7 @@ def owns(db: Any, branch: str | None, caller: Caller) -> bool:
 def _need_read(db: Any, branch: str | None, caller: Caller) -> None:
     if "read" in caller.rights or owns(db, branch, caller):
         return
-    raise _refused(
-        caller, f"read {_where(branch)}", "read", "it reads without it only the worlds it forked"
-    )
+    raise _refused(caller, f"read {_where(branch)}", "read", _OWN_HINT)
 
 
 def _need_write(db: Any, branch: str | None, caller: Caller) -> None:

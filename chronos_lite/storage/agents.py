@@ -41,6 +41,9 @@ CREATE TABLE IF NOT EXISTS _chronos_agents(
 
 RIGHTS = ("read", "fork", "write_own", "write_main", "merge_own", "merge", "restore", "admin")
 QUOTAS = ("max_concurrent", "max_query_ms", "max_memory_mb")
+# Names history gives callers that aren't agents (a safe-mode session's, safe:<hex>, can't be
+# an agent's: no agent's name holds a colon).
+RESERVED = {"owner", "app"}
 # scrypt's cost: ~50 ms and 16 MB a check on this machine class (RFC 7914's interactive level)
 _N, _R, _P = 2**14, 8, 1
 
@@ -128,6 +131,13 @@ def create(
 ) -> tuple[Agent, str]:
     """A new agent (in the caller's write transaction) and its token, the only time it is
     seen."""
+    if name.lower() in RESERVED:
+        raise ChronosError(
+            f"{name} can't be an agent's name: history and worlds' owner say owner for the "
+            f"database's own user and app for an app writing main directly, so an agent named "
+            f"so would own what they made; choose another name",
+            errors.BAD_ARGUMENT,
+        )
     was = find(conn, name, dropped=True)
     if was is not None and was.dropped is None:
         raise ChronosError(

@@ -79,6 +79,8 @@ ON_TABLE = {
 
 # What no statement reads, whoever sends it: the agents' token hashes and their salts.
 SECRET = {"_chronos_agents": ("salt", "hash")}
+# The system tables that read any branch (vtab/): only for a caller that may read every branch.
+BRANCH_TABLES = {"chronos_worlds", "chronos_diff", "chronos_conflicts", "chronos_history"}
 
 # PRAGMAs that only read: these take an argument (a table's name)...
 READ_WITH_ARGUMENT = {
@@ -121,8 +123,9 @@ def reading_pragma(name: str, argument: str | None) -> bool:
 @dataclass(frozen=True)
 class Denial:
     """Why the guard refused an action: ``kind`` is ``write`` (the call may only read),
-    ``settings``, ``own`` (chronos' objects), ``main`` (main's table from a world) or
-    ``secret`` (a token's hash); ``name`` what the action named."""
+    ``settings``, ``own`` (chronos' objects), ``main`` (main's table from a world),
+    ``secret`` (a token's hash) or ``read`` (another branch, for a caller that may read only
+    its own); ``name`` what the action named."""
 
     kind: str
     name: str = ""
@@ -136,19 +139,22 @@ class Access:
     write: bool = True
     settings: bool = True
     refusal: Callable[[Denial], ChronosError] | None = None
+    branches: bool = True  # may read other branches through SQL (chronos_diff('w'), ...)
 
     @property
     def mark(self) -> str:
         """What a user's statement is prepared under, before its text: SQLite's statement cache
         (which doesn't ask the authorizer again) then never hands a statement authorized for one
         access to a call with another, nor one chronos prepared unchecked to a user."""
-        return _MARKS[self.write, self.settings]
+        return _MARKS[self.write, self.settings, self.branches]
 
 
 _MARKS = {
-    (w, s): f"/* chronos: user sql ({'write' if w else 'read'}, {'all' if s else 'rows'}) */\n"
+    (w, s, b): f"/* chronos: user sql ({'write' if w else 'read'}, {'all' if s else 'rows'}"
+    f"{'' if b else ', own branches'}) */\n"
     for w in (True, False)
     for s in (True, False)
+    for b in (True, False)
 }
 OWNER = Access()
 
@@ -216,6 +222,8 @@ class Guard:
         if op in READS:
             if op == apsw.SQLITE_READ and two.lower() in SECRET.get(one.lower(), ()):
                 return Denial("secret", f"{one}.{two}")
+            if op == apsw.SQLITE_READ and not access.branches and one.lower() in BRANCH_TABLES:
+                return Denial("read", one)
             return None
         if op == apsw.SQLITE_PRAGMA:
             if reading_pragma(one, two or None):
