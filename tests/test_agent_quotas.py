@@ -193,7 +193,8 @@ def test_the_instructions_follow_the_agents_rights(shop, folder):
 
 def test_no_statement_reads_a_tokens_hash(shop):
     shop.call("agent", action="create", name="bot", rights=DEV)
-    for caller in (Caller(), Caller.for_agent(shop, "bot")):
+    shop.call("agent", action="create", name="boss", rights=["admin"])
+    for caller in (Caller(), Caller.for_agent(shop, "boss")):
         for sql in (
             "select * from _chronos_agents",
             "select hex(hash) from main._chronos_agents",
@@ -201,7 +202,24 @@ def test_no_statement_reads_a_tokens_hash(shop):
         ):
             with pytest.raises(ChronosError, match="isn't readable"):
                 shop.call("sql", caller=caller, sql=sql)
-    assert shop.query("select name from _chronos_agents") == [{"name": "bot"}]
+    assert shop.query("select name from _chronos_agents") == [{"name": "boss"}, {"name": "bot"}]
+
+
+def test_only_an_admin_reads_the_agents_and_the_audit_in_sql(shop, folder):
+    shop.call("agent", action="create", name="bot", rights=DEV)
+    shop.call("agent", action="create", name="boss", rights=["admin"])
+    bot, boss = Caller.for_agent(shop, "bot"), Caller.for_agent(shop, "boss")
+    for sql in ("select name from _chronos_agents", "select * from _chronos_audit"):
+        with pytest.raises(ChronosError, match="can't read the agents or the audit trail"):
+            shop.call("sql", caller=bot, sql=sql)
+        assert shop.call("sql", caller=boss, sql=sql).data["results"]
+    s = Server(folder)
+    try:
+        s.initialize()
+        text = tool_error(s.call("sql", {"sql": "select agent, args from _chronos_audit"}))
+        assert text.startswith("safe mode: agents can't read the agents or the audit trail")
+    finally:
+        s.kill()
 
 
 def test_safe_mode_and_owner_names_in_history(shop, folder):

@@ -107,6 +107,8 @@ def _sql_refusal(caller: Caller, world: Any) -> Callable[[guard.Denial], Chronos
     def refusal(denial: guard.Denial) -> ChronosError:
         if denial.kind == "settings":
             return _refused(caller, f"change settings in SQL ({denial.name})", "admin")
+        if denial.kind == "admin":
+            return _refused(caller, f"read the agents or the audit trail ({denial.name})", "admin")
         if denial.kind == "read":
             return _refused(
                 caller, f"read other branches in SQL ({denial.name})", "read", _OWN_HINT

@@ -146,6 +146,12 @@ def _everything(_world: Any) -> guard.Access:
 
 
 def _refusal(db: Any, branch: str | None, caller: Caller, denial: guard.Denial) -> ChronosError:
+    if denial.kind == "admin":
+        return ChronosError(
+            f"safe mode: agents can't read the agents or the audit trail ({denial.name}); a "
+            f"person reads them (chronos {db.folder} agent list, chronos {db.folder} audit)",
+            REFUSED,
+        )
     if denial.kind == "settings":
         return ChronosError(
             f"safe mode: agents can't change settings in SQL ({denial.name}); read with SELECT "

@@ -79,6 +79,8 @@ ON_TABLE = {
 
 # What no statement reads, whoever sends it: the agents' token hashes and their salts.
 SECRET = {"_chronos_agents": ("salt", "hash")}
+# Who the agents are and what they did: read in SQL only with settings access (an admin).
+ADMIN_TABLES = {"_chronos_agents", "_chronos_audit"}
 # The system tables that read any branch (vtab/): only for a caller that may read every branch.
 BRANCH_TABLES = {"chronos_worlds", "chronos_diff", "chronos_conflicts", "chronos_history"}
 
@@ -124,8 +126,8 @@ def reading_pragma(name: str, argument: str | None) -> bool:
 class Denial:
     """Why the guard refused an action: ``kind`` is ``write`` (the call may only read),
     ``settings``, ``own`` (chronos' objects), ``main`` (main's table from a world),
-    ``secret`` (a token's hash) or ``read`` (another branch, for a caller that may read only
-    its own); ``name`` what the action named."""
+    ``secret`` (a token's hash), ``read`` (another branch, for a caller that may read only
+    its own) or ``admin`` (the agents and the audit trail); ``name`` what the action named."""
 
     kind: str
     name: str = ""
@@ -224,6 +226,8 @@ class Guard:
                 return Denial("secret", f"{one}.{two}")
             if op == apsw.SQLITE_READ and not access.branches and one.lower() in BRANCH_TABLES:
                 return Denial("read", one)
+            if op == apsw.SQLITE_READ and not access.settings and one.lower() in ADMIN_TABLES:
+                return Denial("admin", one)
             return None
         if op == apsw.SQLITE_PRAGMA:
             if reading_pragma(one, two or None):
