@@ -47,6 +47,8 @@ def listed(tool: str, r: Rights) -> bool:
         return "restore" in r
     if tool == "undo_merge":
         return "admin" in r or {"restore", "merge"} <= r
+    if tool in ("set_merge_check", "drop_merge_check"):
+        return "admin" in r
     return True
 
 
@@ -172,6 +174,19 @@ CALLS: list[tuple[str, Call]] = [
             lambda r: "admin" in r or {"restore", "merge"} <= r,
         ),
     ),
+    ("merge_checks", ("merge_checks", lambda n: {}, lambda r: "read" in r)),
+    (
+        "set_merge_check",
+        (
+            "set_merge_check",
+            lambda n: {"name": n["new"], "query": "select 1 where 0"},
+            lambda r: "admin" in r,
+        ),
+    ),
+    (
+        "drop_merge_check",
+        ("drop_merge_check", lambda n: {"name": n["check"]}, lambda r: "admin" in r),
+    ),
 ]
 TOOLS_CALLED = {call[0] for _name, call in CALLS}
 RIGHT_SETS = {
@@ -190,9 +205,12 @@ def test_every_listed_tool_is_in_the_matrix():
 
 def _scenario(db, i: int) -> dict:
     """Fresh names for one call: the agent's own world (changed, with a checkpoint), another's
-    (changed), a world the owner merged, and a name nothing has."""
+    (changed), a world the owner merged, a merge check (it finds nothing), and a name nothing
+    has."""
     bot = Caller(name="bot")  # (the Python API acting under bot's name: bot's own world)
     names = {"mine": f"mine{i}", "theirs": f"theirs{i}", "merged": f"merged{i}", "new": f"n{i}"}
+    names["check"] = f"c{i}"
+    db.call("set_merge_check", name=names["check"], query="select 1 where 0")
     for name in (names["merged"], names["theirs"]):
         db.call("fork", name=name)
         db.sql(f"update users set email = '{name}@x.org' where id = 1", branch=name)

@@ -378,6 +378,9 @@ BASE: dict[str, dict] = {
     "rollback": {"branch": "w", "checkpoint": "cp"},
     "history": {"branch": "w"},
     "undo_merge": {"branch": "w"},
+    "merge_checks": {},
+    "set_merge_check": {"name": "c", "query": "select 1 where 0"},
+    "drop_merge_check": {"name": "c"},
 }
 WRONG_TYPES = {
     "string": [123, 1.5, True, None, ["users"], {"t": 1}],
@@ -444,7 +447,12 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
                     for value in BAD_NAMES:
                         yield name, f"{p}={value[:30]!r}", {**base, p: value}
                     # a new branch's or checkpoint's name may be odd
-                    if (name, p) not in (("fork", "name"), ("checkpoint", "name")):
+                    new_names = (
+                        ("fork", "name"),
+                        ("checkpoint", "name"),
+                        ("set_merge_check", "name"),
+                    )
+                    if (name, p) not in new_names:
                         for value in ODD_NAMES:
                             yield name, f"{p}={value[:30]!r}", {**base, p: value}
                 if spec["type"] == "array" and p != "params":

@@ -149,6 +149,10 @@ CHRONOS = [
     "DROP AGENT bot",
     "SHOW AGENTS",
     "SHOW AUDIT",
+    "CREATE MERGE CHECK k AS select 1",
+    "CREATE OR REPLACE MERGE CHECK keep AS delete from users",
+    "DROP MERGE CHECK keep",
+    "SHOW MERGE CHECKS",
     "SHOW WORLDS",
     "SHOW HISTORY main",
     "DIFF outside",
@@ -215,6 +219,7 @@ def tool_call(draw) -> tuple[str, dict]:
                 "sql", "sql", "sql", "sql", "describe", "get", "put", "delete", "fork",
                 "set_meta", "branches", "diff", "history", "merge_preview", "rebase",
                 "checkpoint", "rollback", "discard", "merge", "restore", "undo_merge",
+                "merge_checks", "set_merge_check", "drop_merge_check",
             ]
         )
     )  # fmt: skip
@@ -250,6 +255,15 @@ def tool_call(draw) -> tuple[str, dict]:
         return tool, {"branch": b, "cascade": draw(st.booleans())}
     if tool == "restore":
         return tool, {"branch": b, "at": draw(moment)}
+    if tool == "set_merge_check":
+        args = {"name": draw(st.sampled_from(["keep", "k2", "x y"])), "query": draw(statement)}
+        if draw(st.booleans()):
+            args["tables"] = draw(st.lists(st.sampled_from([*TABLES, "x y", ""]), max_size=2))
+        return tool, args
+    if tool == "drop_merge_check":
+        return tool, {"name": draw(st.sampled_from(["keep", "nope", "x y"]))}
+    if tool == "merge_checks":
+        return tool, {}
     if tool in ("describe", "branches"):
         return tool, ({"branch": b} if tool == "describe" else {})
     if tool in ("merge_preview", "merge", "rebase") and draw(st.booleans()):
@@ -317,6 +331,7 @@ def untouchable(folder: Path) -> dict:
             "select * from _chronos_schema where world = ?", (wid,)
         ).fetchall()
         out["agents"] = conn.execute("select * from _chronos_agents order by name").fetchall()
+        out["merge checks"] = conn.execute("select * from _chronos_merge_checks").fetchall()
         assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
         return out
     finally:
@@ -344,6 +359,7 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
         db.sql("insert into orders(qty) values (7)", branch="outside")
         db.call("agent", action="create", name="bot", rights=["read"])
         db.call("agent", action="create", name="coder", rights=["read", "fork", "write_own"])
+        db.call("set_merge_check", name="keep", query="select id from users where name = ''")
     flags = ("--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
     server = Server(folder, *MODES[request.param], *flags)
     try:

@@ -36,6 +36,18 @@ SHOWN = [
     ("agent", "DROP AGENT <name>"),
     ("agent", "SHOW AGENTS"),
     ("audit", "SHOW AUDIT [<agent>] [SINCE '<moment>'] [LIMIT <n>]"),
+    (
+        "set_merge_check",
+        "CREATE OR REPLACE MERGE CHECK <name> [ON TABLES (<table>, ...)] "
+        "[WITH (timeout_ms = <n>)] AS <select>",
+    ),
+    (
+        "set_merge_check",
+        "CREATE MERGE CHECK <name> [ON TABLES (<table>, ...)] [WITH (timeout_ms = <n>)] "
+        "AS <select>",
+    ),
+    ("drop_merge_check", "DROP MERGE CHECK <name>"),
+    ("merge_checks", "SHOW MERGE CHECKS"),
 ]
 
 
@@ -251,6 +263,21 @@ VALID = [
     ),
     ("DROP AGENT bot", None, "agent", {"action": "drop", "name": "bot"}),
     ("show agents;", None, "agent", {"action": "list"}),
+    # MERGE CHECKS
+    (
+        'CREATE OR REPLACE MERGE CHECK keep ON TABLES (leads, "Lists") AS select 1',
+        None,
+        "set_merge_check",
+        {"name": "keep", "tables": ["leads", "Lists"], "query": "select 1"},
+    ),
+    (
+        "create merge check k with (timeout_ms = 50) as select id from t where x; ",
+        None,
+        "set_merge_check",
+        {"name": "k", "timeout_ms": 50, "query": "select id from t where x"},
+    ),
+    ("DROP MERGE CHECK keep", None, "drop_merge_check", {"name": "keep"}),
+    ("show merge checks", None, "merge_checks", {}),
     # SHOW AUDIT
     ("SHOW AUDIT", None, "audit", {}),
     ("SHOW AUDIT bot", None, "audit", {"agent": "bot"}),

@@ -29,7 +29,7 @@ from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..storage.spelling import db_row, find_in, parse_id, split_key
 from ..storage.worlds import World
 from ..storage.worldsql import CTX, remember_entry
-from . import replica
+from . import checks, replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 from .schema import Step, apply_steps, steps
@@ -358,6 +358,7 @@ def merge(
             apply_steps(db, world, session, p.schema)
             undo = _apply(db, p)
             apply_steps(db, world, session, p.schema, rows_done=True)
+            checks.hold(db, conn, name, checks.touched(p))  # (on the merged result)
             _record_merge(db, p, conn, before, undo)
             if not p.partial:
                 lifecycle.finish(conn, world.id, state="merged")

@@ -2,7 +2,7 @@
 rights, bounds, faults, the reply), who may do what (``rights``), and the operations' handlers
 with their text renderings, one module per concern. Importing the package registers them all."""
 
-from . import agents, branches, data, history, insert, merging, sql  # noqa: F401 - they register
+from . import agents, branches, data, history, insert, merging, rules, sql  # noqa: F401
 from .registry import REGISTRY
 
 REGISTRY.arrange(
@@ -10,6 +10,7 @@ REGISTRY.arrange(
         *("describe", "sql", "get", "put", "insert", "delete"),
         *("fork", "set_meta", "branches", "discard"),
         *("diff", "merge", "merge_preview", "rebase"),
+        *("merge_checks", "set_merge_check", "drop_merge_check"),
         *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
         *("agent", "audit"),
     ]

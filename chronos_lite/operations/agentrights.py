@@ -43,6 +43,8 @@ def listed(name: str, rights: frozenset[str]) -> bool:
         return "restore" in rights
     if name == "undo_merge":
         return "admin" in rights or {"restore", "merge"} <= rights
+    if name in RULE_SETTERS:
+        return "admin" in rights
     return True
 
 
@@ -50,7 +52,8 @@ def listed(name: str, rights: frozenset[str]) -> bool:
 # with write_main).
 WRITES_BRANCH = {"put", "delete", "insert", "rebase", "checkpoint"}
 MANAGES_WORLD = {"set_meta", "discard"}
-ADMIN_ONLY = {"agent", "config", "audit"}
+RULE_SETTERS = {"set_merge_check", "drop_merge_check"}  # (and the policy setters, later)
+ADMIN_ONLY = {"agent", "config", "audit", *RULE_SETTERS}
 
 
 def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> None:

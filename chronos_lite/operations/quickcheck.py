@@ -20,7 +20,7 @@ _TYPES: dict[str, Check] = {
     "array": lambda v: type(v) is list,
 }
 _KNOWN = {"type", "description", "default", "minLength", "pattern", "minimum", "maximum"}
-_KNOWN |= {"enum", "items", "minItems", "maxLength"}
+_KNOWN |= {"enum", "items", "minItems", "maxItems", "maxLength"}
 _TOP = {"$schema", "title", "type", "properties", "additionalProperties", "required"}
 _TOP |= {"x-cli-positional"}
 
@@ -84,8 +84,11 @@ def _value_check(spec: dict) -> Check | None:
         allowed = spec["enum"]
         parts.append(lambda v: any(type(v) is type(a) and v == a for a in allowed))
     if "minItems" in spec:
-        most = spec["minItems"]
-        parts.append(lambda v: len(v) >= most)
+        fewest = spec["minItems"]
+        parts.append(lambda v: len(v) >= fewest)
+    if "maxItems" in spec:
+        most = spec["maxItems"]
+        parts.append(lambda v: len(v) <= most)
     if "items" in spec:
         item = _value_check(spec["items"])
         if item is None:

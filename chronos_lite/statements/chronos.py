@@ -47,7 +47,21 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
     ("agent", "DROP AGENT <name>"),
     ("agent", "SHOW AGENTS"),
     ("audit", "SHOW AUDIT [<agent>] [SINCE '<moment:since>'] [LIMIT <n:limit:int>]"),
+    (
+        "set_merge_check",
+        "CREATE OR REPLACE MERGE CHECK <name> [ON TABLES (<table>, ...)] "
+        "[WITH (timeout_ms = <n>)] AS <select>",
+    ),
+    (
+        "set_merge_check",
+        "CREATE MERGE CHECK <name> [ON TABLES (<table>, ...)] [WITH (timeout_ms = <n>)] "
+        "AS <select>",
+    ),
+    ("drop_merge_check", "DROP MERGE CHECK <name>"),
+    ("merge_checks", "SHOW MERGE CHECKS"),
 )
+# CREATE MERGE CHECK ends with a query, read as written: its own reader (merge_check_args).
+MERGE_CHECK = "set_merge_check"
 # The agent statements' action, by their first words; their (key = value, ...) list is the
 # operation's arguments (rights = 'read, fork', max_query_ms = 2000, enabled = false).
 ACTIONS = {
@@ -197,6 +211,11 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
         listing = "; ".join(f.text for f in candidates)
         raise ChronosError(f"unknown statement {shown}: chronos has {listing}", BAD_ARGUMENT)
     form = chosen[0]
+    if form.op == MERGE_CHECK:
+        try:
+            return MERGE_CHECK, merge_check_args(stmt)
+        except _Unexpected as exc:
+            raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
     try:
         op, args = _Reader(form, tokens, branch).read()
     except _Unexpected as exc:
@@ -395,3 +414,76 @@ class _Reader:
         if self._peek() != (punct, "punct"):
             raise _Unexpected(message)
         self.at += 1
+
+
+def merge_check_args(stmt: str) -> dict[str, Any]:
+    """CREATE [OR REPLACE] MERGE CHECK name [ON TABLES (a, b)] [WITH (timeout_ms = n)] AS
+    <select>: the set_merge_check tool's arguments (the query as written, after AS)."""
+    toks = sqltext.tokens(stmt, "_-.:@$")
+    at = 0
+
+    def peek() -> tuple[str, str, int, int] | None:
+        return toks[at] if at < len(toks) else None
+
+    def word(*words: str) -> bool:
+        t = peek()
+        return t is not None and t[1] == "word" and t[0].upper() in words
+
+    def take(*words: str) -> None:
+        nonlocal at
+        if not word(*words):
+            t = peek()
+            raise _Unexpected(f"expected {words[0]}, not {t[0] if t else 'the end'}")
+        at += 1
+
+    def punct(ch: str) -> None:
+        nonlocal at
+        t = peek()
+        if t is None or t[:2] != (ch, "punct"):
+            raise _Unexpected(f"expected {ch}, not {t[0] if t else 'the end'}")
+        at += 1
+
+    def name(what: str) -> str:
+        nonlocal at
+        t = peek()
+        if t is None or t[1] not in ("word", "name") or (t[1] == "word" and word("AS")):
+            raise _Unexpected(f"expected {what}, not {t[0] if t else 'the end'}")
+        at += 1
+        return t[0]
+
+    take("CREATE")
+    if word("OR"):
+        take("OR")
+        take("REPLACE")
+    take("MERGE")
+    take("CHECK")
+    args: dict[str, Any] = {"name": name("<name>")}
+    if word("ON"):
+        take("ON")
+        take("TABLES")
+        punct("(")
+        tables = [name("<table>")]
+        while peek() is not None and peek()[:2] == (",", "punct"):  # type: ignore[index]
+            at += 1
+            tables.append(name("<table>"))
+        punct(")")
+        args["tables"] = tables
+    if word("WITH"):
+        take("WITH")
+        punct("(")
+        take("TIMEOUT_MS")
+        punct("=")
+        t = peek()
+        if t is None or t[1] != "word" or not t[0].isdigit():
+            raise _Unexpected(f"expected timeout_ms's number, not {t[0] if t else 'the end'}")
+        at += 1
+        args["timeout_ms"] = int(t[0])
+        punct(")")
+    if not word("AS"):
+        t = peek()
+        raise _Unexpected(f"expected AS <select>, not {t[0] if t else 'the end'}")
+    query = stmt[toks[at][3] :].strip().rstrip(";").strip()
+    if not query:
+        raise _Unexpected("<select> is missing after AS")
+    args["query"] = query
+    return args

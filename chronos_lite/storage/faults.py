@@ -119,6 +119,14 @@ def interrupted(bounds: limits.Bounds) -> ChronosError:
     """The call was stopped: by its time limit, a cancel, or Ctrl-C."""
     if bounds.stopped == limits.TIMEOUT:
         whose = bounds.limit_from or "its limit"
+        if bounds.limit_from.startswith("merge check"):
+            return ChronosError(
+                f"canceling statement due to statement timeout: the call ran past {whose} of "
+                f"{bounds.limit_ms:,} ms and was rolled back, nothing was changed; a merge the "
+                f"check doesn't finish in is refused: make the check cheaper, or give it a "
+                f"longer timeout_ms (CREATE OR REPLACE MERGE CHECK ... WITH (timeout_ms = ...))",
+                QUERY_CANCELED,
+            )
         raise_it = (
             "raise it (chronos <folder> agent alter <name> --max-query-ms)"
             if bounds.limit_from.startswith("agent")

@@ -18,7 +18,9 @@ pauses.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import apsw
@@ -98,6 +100,23 @@ class Bounds:
         if memory_mb and (self.memory_mb is None or memory_mb < self.memory_mb):
             self.memory_mb, self.memory_from = memory_mb, memory_from
             self._memory_cap = self._memory_at + memory_mb * 2**20
+
+    @contextlib.contextmanager
+    def within(self, limit_ms: int, limit_from: str) -> Iterator[None]:
+        """A part of the running call held to a shorter limit of its own (a merge check's
+        timeout_ms): a timeout there names it; the call's own limit holds again after."""
+        if not self.active:
+            yield
+            return
+        saved = (self.limit_ms, self.limit_from, self.deadline)
+        deadline = time.monotonic() + limit_ms / 1000
+        if self.deadline is None or deadline < self.deadline:
+            self.limit_ms, self.limit_from, self.deadline = limit_ms, limit_from, deadline
+        try:
+            yield
+        finally:
+            if self.stopped is None:  # (stopped: the error names the limit that stopped it)
+                self.limit_ms, self.limit_from, self.deadline = saved
 
     def end(self, began: bool) -> None:
         if began:

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
-from . import agents, audit
+from . import agents, audit, mergechecks
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
 
@@ -129,6 +129,7 @@ def install_base(conn: apsw.Connection) -> None:
     conn.execute(BASE_SCHEMA)
     conn.execute(agents.DDL)
     conn.execute(audit.DDL)
+    conn.execute(mergechecks.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------
@@ -406,10 +407,11 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
         conn.execute(
             "select count(*) from sqlite_schema where name in "
             "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
-            "'_chronos_merge_rows', '_chronos_agents', '_chronos_audit')"
+            "'_chronos_merge_rows', '_chronos_agents', '_chronos_audit', "
+            "'_chronos_merge_checks')"
         )
     )[0][0]
-    if have < 6:
+    if have < 7:
         with write(conn):
             install_base(conn)
     if not conn.execute(

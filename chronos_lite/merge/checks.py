@@ -1,0 +1,79 @@
+"""The merge checks a merge runs on its result, inside its own transaction, before it commits.
+
+Each check whose tables the merge touches (every check without tables) runs on the parent's
+connection as it stands with the merge's rows applied, held by the guard to reading (a check
+changes nothing) and within its timeout_ms. Rows found, or a timeout, refuse the merge, and the
+merge's transaction rolls back: nothing of it stays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from ..errors import ChronosError
+from ..storage import guard, mergechecks
+from ..storage.db import Database
+
+READ_ONLY = guard.Access(write=False, settings=False)
+
+
+def touched(plan: Any) -> set[str]:
+    """The tables a merge changes (lower case): its rows' and its schema steps'."""
+    return {o.change.table.lower() for o in plan.writes} | {s.table.lower() for s in plan.schema}
+
+
+def hold(db: Database, conn: apsw.Connection, name: str, tables: set[str]) -> None:
+    """Refuse the merge of ``name`` if a check finds rows in its result (23514)."""
+    for check in mergechecks.listing(db.main.conn):
+        if not check.applies_to(tables):
+            continue
+        columns, rows = run(db, conn, check)
+        if rows:
+            raise ChronosError(
+                f"merging {name} breaks merge check {check.name}, which finds "
+                f"{mergechecks.found_text(columns, rows)}; nothing was merged",
+                mergechecks.CHECK_VIOLATION,
+            )
+
+
+def run(
+    db: Database,
+    conn: apsw.Connection,
+    check: mergechecks.MergeCheck,
+    nothing: str = "nothing was merged",
+) -> tuple[list, list]:
+    """A check's columns and (at most 101) rows, read on ``conn`` (a branch's session) within
+    its timeout."""
+    checking = guard.checking(conn, READ_ONLY)
+    try:
+        with db.bounds.within(check.timeout_ms, f"merge check {check.name}'s timeout_ms"):
+            cursor = conn.execute(READ_ONLY.mark + check.query)
+            try:
+                columns = [d[0] for d in cursor.getdescription()]
+            except apsw.ExecutionCompleteError:
+                return [], []
+            rows = []
+            for row in cursor:
+                rows.append(row)
+                if len(rows) > 100:
+                    break
+            cursor.close(force=True)
+            return columns, rows
+    except apsw.SQLError as exc:
+        raise ChronosError(
+            f"merge check {check.name} fails on the merge's result ({exc}): fix it (CREATE OR "
+            f"REPLACE MERGE CHECK {check.name} ...) or drop it; {nothing}",
+            mergechecks.CHECK_VIOLATION,
+        ) from None
+    except apsw.AuthError:
+        raise ChronosError(
+            f"merge check {check.name} may only read, and its query "
+            f"{(checking.denied.name if checking.denied else 'writes')} isn't a read: "
+            f"replace it with one SELECT (CREATE OR REPLACE MERGE CHECK {check.name} AS SELECT "
+            f"...); {nothing}",
+            mergechecks.CHECK_VIOLATION,
+        ) from None
+    finally:
+        checking.done()
