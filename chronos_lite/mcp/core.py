@@ -124,24 +124,16 @@ class Server:
         self._tools = [_tool(op) for op in REGISTRY.listed(caller)]
         self._instructions = instructions(folder, caller)
         self._pruned = time.monotonic()
-        db.after_reply = []  # (the transport calls between_messages once a reply is sent)
         self._lock = threading.Lock()  # between the loop and the reader: what runs now
         self._running: Any = None  # the id of the request being answered
         self._cancelled: dict[Any, float] = {}  # request ids cancelled (when), not yet answered
         self._answered: dict[Any, None] = {}  # the last ids answered (a late cancel is ignored)
 
     def between_messages(self) -> None:
-        """After each message, its reply sent: what the call left to do once it was answered
-        (give back an agent's slot: the call runs until its reply is out), and a long session
-        prunes expired history too (at most hourly)."""
-        self.after_replies()
+        """After each message: a long session prunes expired history too (at most hourly)."""
         if time.monotonic() - self._pruned > prune.EVERY:
             self._pruned = time.monotonic()
             prune.prune_if_due(self.db)
-
-    def after_replies(self) -> None:
-        while self.db.after_reply:
-            self.db.after_reply.pop()()
 
     # --- one message --------------------------------------------------------------------------
 
@@ -156,7 +148,6 @@ class Server:
         return self.answer(message)
 
     def answer(self, message: Any) -> dict | None:
-        self.after_replies()  # (a transport that never said its last reply was sent)
         if isinstance(message, list):
             return rpc_error(
                 None,

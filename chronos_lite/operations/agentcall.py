@@ -21,6 +21,16 @@ T = TypeVar("T")
 # anything): 42501, too many at once, and statements its time or memory quota stopped.
 REFUSALS = {REFUSED, slots.TOO_MANY}
 QUOTA_STOPS = {faults.QUERY_CANCELED, faults.OUT_OF_MEMORY}
+# Faults of the file itself: no entry (the audit's own write would wait on, or fail at, the same)
+FILE_FAULTS = {
+    faults.LOCK_NOT_AVAILABLE,
+    faults.DISK_FULL,
+    faults.IO_ERROR,
+    faults.FILE_GONE,
+    faults.CORRUPT,
+    faults.NOT_A_DATABASE,
+    faults.READ_ONLY,
+}
 
 
 def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
@@ -44,7 +54,8 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
             slot = slots.take(db.folder, caller.name, quota)
         result = call()
     except ChronosError as exc:
-        if exc.code in REFUSALS or exc.code in QUOTA_STOPS or not op.read_only:
+        kept = exc.code in REFUSALS or exc.code in QUOTA_STOPS or not op.read_only
+        if kept and exc.code not in FILE_FAULTS:
             outcome = (
                 "refused"
                 if exc.code in REFUSALS
@@ -56,11 +67,8 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
             _record(db, op.name, args, caller, fields, outcome, exc.code, str(exc))
         raise
     finally:
-        if slot is not None:  # (a server gives it back once the reply is out: off the wait)
-            if db.after_reply is not None:
-                db.after_reply.append(slot.release)
-            else:
-                slot.release()
+        if slot is not None:  # (before the reply: a client may call another server at once)
+            slot.release()
         db.agent_calls -= 1
     if before is not None and db.recorded[0] != before[0]:  # (it recorded events: it changed)
         _record(db, op.name, args, caller, fields, "ok", rows=db.recorded[1] - before[1])

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -106,9 +106,6 @@ class Database:
         self.caller_run: str | None = None
         self.agent_calls = 0  # a named agent's calls running (nested: sql's statements)
         self.recorded = [0, 0]  # events this process recorded, and the rows they changed
-        # what a call leaves for after its reply is sent (an MCP server's list; None: nothing
-        # waits for a reply, a call does it all before it returns)
-        self.after_reply: list[Callable[[], None]] | None = None
         # The file's header, read through SQLite's own VFS: a plain open and close of the file
         # would drop the POSIX locks SQLite holds on it in this process.
         self._header = apsw.VFSFile(
