@@ -6,7 +6,9 @@ exactly its rows. A person's ALTER AGENT holds from the agent's next call."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -88,7 +90,24 @@ def test_max_concurrent_counts_calls_in_every_process(shop, folder, server):
     assert len(refusals) == 2
 
 
-def test_max_concurrent_refuses_a_second_servers_call_while_the_first_runs(shop, server):
+def _wait_until_held(slot: Path, seconds: float = 10) -> None:
+    """Until a process holds ``slot``'s flock, as /proc/locks lists it (looking takes nothing:
+    a call of ours could collide with the one we wait for)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if slot.exists():
+            st = slot.stat()
+            inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+            if any(
+                " FLOCK " in line and inode in line and "->" not in line
+                for line in Path("/proc/locks").read_text().splitlines()
+            ):
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"no process took {slot} within {seconds} s")
+
+
+def test_max_concurrent_refuses_a_second_servers_call_while_the_first_runs(shop, folder, server):
     shop.call("agent", action="alter", name="bot", max_concurrent=1, max_query_ms=4000)
     first, second = server(), server()
     first.send(
@@ -99,13 +118,8 @@ def test_max_concurrent_refuses_a_second_servers_call_while_the_first_runs(shop,
             "params": {"name": "sql", "arguments": {"sql": RUNAWAY}},
         }
     )
-    deadline = time.monotonic() + 3
-    while True:  # (until the first server is inside its call: its slot is taken)
-        result = second.call("get", {"table": "users", "id": "1"})
-        if result["isError"] or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    text = tool_error(result)
+    _wait_until_held(folder / slots.DIRECTORY / "bot.0")  # (the first is inside its call)
+    text = tool_error(second.call("get", {"table": "users", "id": "1"}))
     assert "agent bot may run 1 at a time (its max_concurrent)" in text
     stopped = first.read()  # the runaway ends at the agent's max_query_ms
     assert "max_query_ms of 4,000 ms" in stopped["result"]["content"][0]["text"]
