@@ -208,6 +208,13 @@ def test_the_instructions_follow_the_agents_rights(shop, folder):
         assert ("call merge when the diff is right" in said) is merges, said
         assert ("a person reviews and merges it" in said) is not merges, said
         assert f"You act as the agent {name}" in said
+    shop.call("agent", action="create", name="reader", rights=["read"])
+    s = Server(folder, "--agent", "reader")
+    try:
+        said = s.initialize()["instructions"]
+    finally:
+        s.kill()
+    assert "you can't fork a branch of your own" in said and "fork a branch with a name" not in said
 
 
 def test_no_statement_reads_a_tokens_hash(shop):

@@ -69,6 +69,8 @@ def instructions(folder: str, caller: Caller) -> str:
         'put, delete, always with branch="<your branch>"); check them with diff (and '
         "merge_preview); then "
     )
+    if caller.mode == "agent" and "fork" not in caller.rights:
+        return _unforking_agent(caller)
     if caller.mode == "agent":
         return common + _agent_instructions(folder, caller)
     if caller.mode == "safe":
@@ -83,6 +85,25 @@ def instructions(folder: str, caller: Caller) -> str:
         "settle them with resolve, by_columns or rows), or discard the branch. Ask for small "
         "pages (limit 20) and select only the rows you need."
     )
+
+
+def _unforking_agent(caller: Caller) -> str:
+    """An agent that can't fork has no branch of its own to work on: it reads, and with
+    write_main writes main itself."""
+    rights = caller.rights
+    has = ", ".join(r for r in agents.RIGHTS if r in rights) or "none"
+    text = (
+        f"chronos is a database with private branches (worlds) of the data. You act as the "
+        f"agent {caller.name}, with the rights {has}: you can't fork a branch of your own. "
+        "Call describe first (tables, fields, a sample row); read with sql, get, diff and "
+        "history. "
+    )
+    if "write_main" in rights:
+        text += (
+            "Your writes (sql, put, delete without a branch) change main itself, where the app "
+            "reads: make only the change you were asked for. "
+        )
+    return text + "Ask for small pages (limit 20) and select only the rows you need."
 
 
 def _agent_instructions(folder: str, caller: Caller) -> str:
