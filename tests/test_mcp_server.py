@@ -79,7 +79,7 @@ def test_replies_with_a_lone_surrogate_are_still_json(server):
 
 
 def test_time_limits_by_mode():
-    from chronos_lite.operations.registry import time_limit
+    from chronos_lite.operations.calllimits import time_limit
 
     assert time_limit(Caller(name="mcp", mode="safe")) == 30_000  # safe mode: 30 s by default
     assert time_limit(Caller()) is None  # the database's own user: none unless asked

@@ -26,7 +26,8 @@ import chronos_lite
 from .. import render
 from ..errors import ChronosError
 from ..history import prune
-from ..operations.registry import REGISTRY, Caller, limits_of
+from ..operations.calllimits import limits_of
+from ..operations.registry import REGISTRY, Caller
 from ..storage import agents
 from ..storage.db import Database
 
@@ -201,9 +202,8 @@ class Server:
             params = {}
         with self._lock:
             self._running = ident
-        (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(self.caller)
-        began = self.db.bounds.begin(limit_ms, memory_mb, limit_from, memory_from)  # (the
-        # reader may cancel it; the call's operation narrows the limits to fresh quotas)
+        # (the reader may cancel it; the call's operation narrows the limits to fresh quotas)
+        began = self.db.bounds.begin(limits_of(self.caller))
         try:
             if not isinstance(params, dict):
                 raise ProtocolError(INVALID_PARAMS, "Invalid params: params must be an object")

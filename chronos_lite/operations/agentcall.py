@@ -46,8 +46,7 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
     try:
         read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
         if read_again and db.bounds.active:  # (begun by the MCP server, with older quotas)
-            (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(caller)
-            db.bounds.reset(limit_ms, memory_mb, limit_from, memory_from)
+            db.bounds.reset(limits_of(caller))
         caller.run = fields.get("run_id")
         quota = caller.quotas.get("max_concurrent")
         if quota:

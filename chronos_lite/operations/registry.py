@@ -22,7 +22,7 @@ from ..statements import budget
 from ..storage import agents, faults
 from ..storage.branchref import BranchRef
 from . import agentcall, quickcheck, rights
-from .calllimits import limits_of, time_limit  # noqa: F401 - the front ends' import
+from .calllimits import limits_of
 
 INTERNAL = "XX000"  # a bug in chronos
 
@@ -336,10 +336,10 @@ class Registry:
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
-        (limit_ms, limit_from), (memory_mb, memory_from) = limits_of(caller)
-        began = db.bounds.begin(limit_ms, memory_mb, limit_from, memory_from)
+        bounded = limits_of(caller)
+        began = db.bounds.begin(bounded)
         if not began:  # (within a call: an MCP request, or a statement of a sql call)
-            db.bounds.narrow(limit_ms, memory_mb, limit_from, memory_from)
+            db.bounds.narrow(bounded)
         try:
             db.check_file()
             # (the arguments as given: no branch isn't branch="main")

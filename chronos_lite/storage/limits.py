@@ -36,6 +36,20 @@ CONTENDED_S = 0.25  # how long another's commit counts as others writing
 TIMEOUT, CANCELLED, MEMORY = "timeout", "cancelled", "memory"
 
 
+@dataclass(frozen=True)
+class Limits:
+    """A call's time limit (ms) and memory limit (MB), None for none, each with whose it is
+    for the error that stops a statement at it ("agent bot's max_query_ms")."""
+
+    ms: int | None = None
+    ms_from: str = ""
+    memory_mb: int | None = None
+    memory_from: str = ""
+
+
+NONE = Limits()
+
+
 @dataclass
 class Bounds:
     """The running call's limits, checked from SQLite's progress and busy handlers."""
@@ -56,50 +70,32 @@ class Bounds:
     _others_until: float = 0.0  # others wrote recently (until then, commits pause)
     _waited: bool = False  # the busy handler waited since the last commit
 
-    def begin(
-        self,
-        limit_ms: int | None = None,
-        memory_mb: int | None = None,
-        limit_from: str = "",
-        memory_from: str = "",
-    ) -> bool:
+    def begin(self, limits: Limits = NONE) -> bool:
         """A call starts (True); False if one runs already (calls don't nest: the inner one
-        keeps the outer's limits, and mustn't end it). Pair with ``end``. ``memory_mb``: how
+        keeps the outer's limits, and mustn't end it). Pair with ``end``. A memory limit is how
         much more of SQLite's heap (the process') than at the start the call may take."""
         if self.active:
             return False
         self.active, self.stopped = True, None
         self._started, self._memory_at = time.monotonic(), apsw.memory_used()
-        self.reset(limit_ms, memory_mb, limit_from, memory_from)
+        self.reset(limits)
         return True
 
-    def reset(
-        self,
-        limit_ms: int | None,
-        memory_mb: int | None,
-        limit_from: str = "",
-        memory_from: str = "",
-    ) -> None:
+    def reset(self, limits: Limits) -> None:
         """The running call's limits are these (counted from its start): an agent's quotas
         read afresh once its call has begun."""
         self.limit_ms = self.memory_mb = self.deadline = self._memory_cap = None
-        self.narrow(limit_ms, memory_mb, limit_from, memory_from)
+        self.narrow(limits)
 
-    def narrow(
-        self,
-        limit_ms: int | None,
-        memory_mb: int | None,
-        limit_from: str = "",
-        memory_from: str = "",
-    ) -> None:
+    def narrow(self, limits: Limits) -> None:
         """Hold the running call to these limits too, where they are less (an inner call's
         caller, read afresh, may have a smaller quota than the call began with)."""
-        if limit_ms and (self.limit_ms is None or limit_ms < self.limit_ms):
-            self.limit_ms, self.limit_from = limit_ms, limit_from
-            self.deadline = self._started + limit_ms / 1000
-        if memory_mb and (self.memory_mb is None or memory_mb < self.memory_mb):
-            self.memory_mb, self.memory_from = memory_mb, memory_from
-            self._memory_cap = self._memory_at + memory_mb * 2**20
+        if limits.ms and (self.limit_ms is None or limits.ms < self.limit_ms):
+            self.limit_ms, self.limit_from = limits.ms, limits.ms_from
+            self.deadline = self._started + limits.ms / 1000
+        if limits.memory_mb and (self.memory_mb is None or limits.memory_mb < self.memory_mb):
+            self.memory_mb, self.memory_from = limits.memory_mb, limits.memory_from
+            self._memory_cap = self._memory_at + limits.memory_mb * 2**20
 
     @contextlib.contextmanager
     def within(self, limit_ms: int, limit_from: str) -> Iterator[None]:
