@@ -122,8 +122,9 @@ def _create_sql(name: str, query: str, tables: list[str] | None, timeout: int) -
 
 
 def _quoted(name: str) -> str:
+    """A table's name as the drafted SQL writes it: bare if plain lower case, else quoted."""
     plain = name.replace("_", "").isalnum() and name.isascii() and not name[0].isdigit()
-    return name if plain and name == name.lower() else '"' + name.replace('"', '""') + '"'
+    return name if plain and name == name.lower() else sqltext.quote_ident(name)
 
 
 def _draft(db: Database, sql: str) -> ChronosError:
