@@ -22,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 
 import chronos_lite
 from chronos_lite import REGISTRY, Caller
+from chronos_lite.storage import reviews
 from chronos_lite.storage.agents import RIGHTS
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +48,7 @@ def listed(tool: str, r: Rights) -> bool:
         return "restore" in r
     if tool == "undo_merge":
         return "admin" in r or {"restore", "merge"} <= r
-    if tool in ("set_merge_check", "drop_merge_check"):
+    if tool in ("set_merge_check", "drop_merge_check", "set_merge_policy", "drop_merge_policy"):
         return "admin" in r
     return True
 
@@ -187,6 +188,36 @@ CALLS: list[tuple[str, Call]] = [
         "drop_merge_check",
         ("drop_merge_check", lambda n: {"name": n["check"]}, lambda r: "admin" in r),
     ),
+    ("merge_policies", ("merge_policies", lambda n: {}, lambda r: "read" in r)),
+    (
+        "check_merge_policy mine",
+        (
+            "check_merge_policy",
+            lambda n: {"branch": n["mine"], "rules": {"max_rows": 0}},
+            lambda r: True,
+        ),
+    ),
+    (
+        "set_merge_policy",
+        (
+            "set_merge_policy",
+            lambda n: {"name": n["new"], "rules": {"max_rows": 5}},
+            lambda r: "admin" in r,
+        ),
+    ),
+    (
+        "drop_merge_policy",
+        ("drop_merge_policy", lambda n: {"name": n["policy"]}, lambda r: "admin" in r),
+    ),
+    ("reviews", ("reviews", lambda n: {}, lambda r: "read" in r)),
+    (
+        "review theirs",  # (held by a policy naming no reviewer: a person's, or an admin's)
+        (
+            "review",
+            lambda n: {"branch": n["theirs"], "verdict": "pass", "reason": "not mine"},
+            lambda r: "admin" in r,
+        ),
+    ),
 ]
 TOOLS_CALLED = {call[0] for _name, call in CALLS}
 RIGHT_SETS = {
@@ -203,19 +234,24 @@ def test_every_listed_tool_is_in_the_matrix():
     assert TOOLS_CALLED == {op.name for op in REGISTRY if op.mcp}
 
 
-def _scenario(db, i: int) -> dict:
+def _scenario(db, i: int, held: bool = False) -> dict:
     """Fresh names for one call: the agent's own world (changed, with a checkpoint), another's
     (changed), a world the owner merged, a merge check (it finds nothing), and a name nothing
     has."""
     bot = Caller(name="bot")  # (the Python API acting under bot's name: bot's own world)
     names = {"mine": f"mine{i}", "theirs": f"theirs{i}", "merged": f"merged{i}", "new": f"n{i}"}
-    names["check"] = f"c{i}"
+    names["check"], names["policy"] = f"c{i}", f"p{i}"
     db.call("set_merge_check", name=names["check"], query="select 1 where 0")
+    db.call("set_merge_policy", name=names["policy"], rules={"max_rows": 0})
     for name in (names["merged"], names["theirs"]):
         db.call("fork", name=name)
         db.sql(f"update users set email = '{name}@x.org' where id = 1", branch=name)
         if name == names["merged"]:
             db.call("merge", branch=name)  # (before the others fork: they merge cleanly)
+    if held:  # (theirs waits in reviews, held by its policy as an agent's merge would be)
+        theirs = db.world(names["theirs"])
+        with db.write(db.main.conn) as conn:
+            reviews.queue(conn, theirs.id, "other", names["policy"], ["it changes 1 row"], 1)
     db.call("fork", caller=bot, name=names["mine"])
     db.call("checkpoint", caller=bot, branch=names["mine"], name="c1")
     db.sql(f"update users set email = 'm{i}@x.org' where id = 1", branch=names["mine"])
@@ -236,7 +272,7 @@ async def test_the_rights_matrix_over_stdio(shop, folder, rights_name):
         tools = {tool.name for tool in (await client.list_tools()).tools}
         assert tools == {t for t in TOOLS_CALLED if listed(t, r)}, rights_name
         for i, (what, (tool, args_of, allowed)) in enumerate(CALLS):
-            names = _scenario(shop, i)
+            names = _scenario(shop, i, held=tool == "review")
             before = _without_audit(folder)
             result = await client.call_tool(tool, args_of(names))
             text = result.content[0].text

@@ -381,6 +381,12 @@ BASE: dict[str, dict] = {
     "merge_checks": {},
     "set_merge_check": {"name": "c", "query": "select 1 where 0"},
     "drop_merge_check": {"name": "c"},
+    "merge_policies": {},
+    "check_merge_policy": {"branch": "w"},
+    "set_merge_policy": {"name": "p"},
+    "drop_merge_policy": {"name": "p"},
+    "reviews": {},
+    "review": {"branch": "w", "verdict": "pass", "reason": "r"},
 }
 WRONG_TYPES = {
     "string": [123, 1.5, True, None, ["users"], {"t": 1}],
@@ -451,6 +457,7 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
                         ("fork", "name"),
                         ("checkpoint", "name"),
                         ("set_merge_check", "name"),
+                        ("set_merge_policy", "name"),
                     )
                     if (name, p) not in new_names:
                         for value in ODD_NAMES:

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
 
 import chronos_lite
+from chronos_lite.storage import reviews
 
 EXAMPLES = int(os.environ.get("CHRONOS_FUZZ_EXAMPLES", "40"))
 LIMIT_MS = 300  # the server's time limit: a spinning query ends quickly
@@ -153,6 +154,14 @@ CHRONOS = [
     "CREATE OR REPLACE MERGE CHECK keep AS delete from users",
     "DROP MERGE CHECK keep",
     "SHOW MERGE CHECKS",
+    "CREATE MERGE POLICY p WITH (max_rows = 1)",
+    "ALTER MERGE POLICY small SET (max_rows = null)",
+    "ALTER AGENT coder SET (policy = null)",
+    "DROP MERGE POLICY small CASCADE",
+    "SHOW MERGE POLICIES",
+    "SHOW REVIEWS",
+    "REVIEW WORLD outside APPROVE REASON 'fine'",
+    "SET MODE development",
     "SHOW WORLDS",
     "SHOW HISTORY main",
     "DIFF outside",
@@ -211,6 +220,13 @@ row_key = st.one_of(
 )
 
 
+policy_rules = st.dictionaries(
+    st.sampled_from(["max_rows", "max_deletes", "tables", "review_columns", "reviewer", "bogus"]),
+    st.sampled_from([0, -1, None, "users", ["users"], ["users.name"], ["x y"], "coder", True]),
+    max_size=3,
+)
+
+
 @st.composite
 def tool_call(draw) -> tuple[str, dict]:
     tool = draw(
@@ -220,6 +236,8 @@ def tool_call(draw) -> tuple[str, dict]:
                 "set_meta", "branches", "diff", "history", "merge_preview", "rebase",
                 "checkpoint", "rollback", "discard", "merge", "restore", "undo_merge",
                 "merge_checks", "set_merge_check", "drop_merge_check",
+                "merge_policies", "check_merge_policy", "set_merge_policy",
+                "drop_merge_policy", "reviews", "review",
             ]
         )
     )  # fmt: skip
@@ -262,8 +280,23 @@ def tool_call(draw) -> tuple[str, dict]:
         return tool, args
     if tool == "drop_merge_check":
         return tool, {"name": draw(st.sampled_from(["keep", "nope", "x y"]))}
-    if tool == "merge_checks":
+    if tool in ("merge_checks", "merge_policies", "reviews"):
         return tool, {}
+    if tool in ("check_merge_policy", "set_merge_policy"):
+        args = {"name": draw(st.sampled_from(["small", "p2", "x y"]))}
+        if tool == "check_merge_policy":
+            args["branch"] = b
+        if draw(st.booleans()):
+            args["rules"] = draw(policy_rules)
+        if tool == "set_merge_policy" and draw(st.booleans()):
+            args["agents"] = [draw(st.sampled_from(["coder", "bot", "x y"]))]
+        return tool, args
+    if tool == "drop_merge_policy":
+        args = {"name": draw(st.sampled_from(["small", "nope"]))}
+        return tool, {**args, "release_agents": draw(st.booleans())}
+    if tool == "review":
+        verdict = draw(st.sampled_from(["approve", "reject", "pass", "maybe"]))
+        return tool, {"branch": b, "verdict": verdict, "reason": draw(weird)}
     if tool in ("describe", "branches"):
         return tool, ({"branch": b} if tool == "describe" else {})
     if tool in ("merge_preview", "merge", "rebase") and draw(st.booleans()):
@@ -332,6 +365,9 @@ def untouchable(folder: Path) -> dict:
         ).fetchall()
         out["agents"] = conn.execute("select * from _chronos_agents order by name").fetchall()
         out["merge checks"] = conn.execute("select * from _chronos_merge_checks").fetchall()
+        for table in ("_chronos_merge_policies", "_chronos_agent_policies", "_chronos_reviews"):
+            out[table] = conn.execute(f"select * from {table}").fetchall()
+        out["mode"] = conn.execute("select * from _chronos_meta where key = 'mode'").fetchall()
         assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
         return out
     finally:
@@ -360,6 +396,9 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
         db.call("agent", action="create", name="bot", rights=["read"])
         db.call("agent", action="create", name="coder", rights=["read", "fork", "write_own"])
         db.call("set_merge_check", name="keep", query="select id from users where name = ''")
+        db.call("set_merge_policy", name="small", rules={"max_rows": 0}, agents=["bot"])
+        with db.write(db.main.conn) as conn:  # (outside waits for a person: no reviewer)
+            reviews.queue(conn, db.world("outside").id, "bot", "small", ["it changes 2 rows"], 2)
     flags = ("--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
     server = Server(folder, *MODES[request.param], *flags)
     try:

@@ -48,6 +48,14 @@ SHOWN = [
     ),
     ("drop_merge_check", "DROP MERGE CHECK <name>"),
     ("merge_checks", "SHOW MERGE CHECKS"),
+    ("set_merge_policy", "CREATE MERGE POLICY <name> [WITH (key = value, ...)]"),
+    ("set_merge_policy", "ALTER MERGE POLICY <name> SET (key = value, ...)"),
+    ("drop_merge_policy", "DROP MERGE POLICY <name> [CASCADE]"),
+    ("merge_policies", "SHOW MERGE POLICIES"),
+    ("reviews", "SHOW REVIEWS"),
+    ("review", "REVIEW WORLD <branch> approve|reject|pass REASON '<reason>'"),
+    ("mode", "SET MODE <mode>"),
+    ("mode", "SHOW MODE"),
 ]
 
 
@@ -278,6 +286,59 @@ VALID = [
     ),
     ("DROP MERGE CHECK keep", None, "drop_merge_check", {"name": "keep"}),
     ("show merge checks", None, "merge_checks", {}),
+    # merge policies, reviews, the mode
+    (
+        "create merge policy small with (max_rows = 2, max_deletes = 0, review_tables = "
+        "'payments, users', max_age = '1h', reviewer = lead)",
+        None,
+        "set_merge_policy",
+        {
+            "name": "small",
+            "rules": {
+                "max_rows": 2,
+                "max_deletes": 0,
+                "review_tables": ["payments", "users"],
+                "max_age": "1h",
+                "reviewer": "lead",
+            },
+        },
+    ),
+    ("CREATE MERGE POLICY open", None, "set_merge_policy", {"name": "open"}),
+    (
+        "ALTER MERGE POLICY small SET (schema = true)",
+        None,
+        "set_merge_policy",
+        {"name": "small", "rules": {"schema": True}},
+    ),
+    ("DROP MERGE POLICY small", None, "drop_merge_policy", {"name": "small"}),
+    (
+        "drop merge policy small cascade",
+        None,
+        "drop_merge_policy",
+        {"name": "small", "release_agents": True},
+    ),
+    ("SHOW MERGE POLICIES", None, "merge_policies", {}),
+    (
+        "ALTER AGENT bot SET (policy = small)",
+        None,
+        "agent",
+        {"action": "alter", "name": "bot", "policy": "small"},
+    ),
+    ("SHOW REVIEWS", None, "reviews", {}),
+    (
+        "REVIEW WORLD bot-2 APPROVE REASON 'small and right'",
+        None,
+        "review",
+        {"branch": "bot-2", "verdict": "approve", "reason": "small and right"},
+    ),
+    (
+        "review world bot-2 pass reason 'a person should look'",
+        None,
+        "review",
+        {"branch": "bot-2", "verdict": "pass", "reason": "a person should look"},
+    ),
+    ("SET MODE production", None, "mode", {"mode": "production"}),
+    ("show mode", None, "mode", {}),
     # SHOW AUDIT
     ("SHOW AUDIT", None, "audit", {}),
     ("SHOW AUDIT bot", None, "audit", {"agent": "bot"}),
@@ -316,7 +377,14 @@ FULL = [
     "UNDO MERGE w SKIP CHANGED",
     "UNDO AGENT bot SINCE '-1 hour' WHERE run_id = 'r1'",
     "CREATE AGENT bot WITH (rights = 'read', max_concurrent = 2, max_memory_mb = 64)",
-    "ALTER AGENT bot SET (enabled = true, max_query_ms = 100, rights = 'admin')",
+    "ALTER AGENT bot SET (enabled = true, max_query_ms = 100, rights = 'admin', policy = p)",
+    "CREATE MERGE POLICY p WITH (max_rows = 1, max_deletes = 0, rows_per_hour = 5, "
+    "deletes_per_hour = 1, max_age = '1h', tables = 'a, b', review_tables = 'c', "
+    "review_columns = 'c.d', schema = false, overwrite = false, require_scope = true, "
+    "confirm_deletes_over = 3, reviewer = lead)",
+    "DROP MERGE POLICY p CASCADE",
+    "REVIEW WORLD w REJECT REASON 'no'",
+    "SET MODE development",
 ]
 
 

@@ -26,6 +26,7 @@ import chronos_lite
 from .. import render
 from ..errors import ChronosError
 from ..history import prune
+from ..operations import agentrights
 from ..operations.calllimits import limits_of
 from ..operations.registry import REGISTRY, Caller
 from ..storage import agents
@@ -99,10 +100,16 @@ def _unforking_agent(caller: Caller) -> str:
         "Call describe first (tables, fields, a sample row); read with sql, get, diff and "
         "history. "
     )
-    if "write_main" in rights:
+    if agentrights.writes_main(caller):
         text += (
             "Your writes (sql, put, delete without a branch) change main itself, where the app "
             "reads: make only the change you were asked for. "
+        )
+    elif "write_main" in rights:
+        text += "You can't write main: " + (
+            "the database is in production mode. "
+            if caller.production
+            else f"you keep to merge policy {caller.policy}. "
         )
     return text + "Ask for small pages (limit 20) and select only the rows you need."
 
@@ -111,12 +118,24 @@ def _agent_instructions(folder: str, caller: Caller) -> str:
     """The workflow's end as the agent's rights allow it (merge, or report the branch)."""
     rights = caller.rights
     has = ", ".join(r for r in agents.RIGHTS if r in rights) or "none"
-    if {"merge", "merge_own"} & rights:
+    if {"merge", "merge_own"} & rights and caller.production:
+        end = (
+            "call merge when the diff is right: the database is in production mode, so your "
+            "merge waits in reviews for a person (you can't merge it, nor discard it, after "
+            "that): stop and report the branch and the reasons. "
+        )
+    elif {"merge", "merge_own"} & rights:
         end = (
             "call merge when the diff is right (conflicts come back with base, ours and "
             "theirs: settle them with resolve, by_columns or rows); a merge policy may hold "
             "the merge for a person: then stop and report the branch and the reasons. "
         )
+        if caller.policy is not None:
+            end += (
+                f"You keep to merge policy {caller.policy}: merge_policies shows its rules, "
+                "check_merge_policy tries them on your branch first, and main changes only by "
+                "your merges. "
+            )
         if "merge" not in rights and "write_main" not in rights:
             end = (
                 "stop and report the branch name when the diff is right: your merges can't "

@@ -32,6 +32,8 @@ from ..storage.worldsql import CTX, remember_entry
 from . import checks, replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
+from .gate import Gate, judge
+from .policy import Held
 from .schema import Step, apply_steps, steps
 from .schema import conflict_error as schema_conflict_error
 
@@ -315,8 +317,12 @@ def merge(
     confirm_deletes: int | None = None,
     target: int | None = None,
     confirm: bool = False,
+    gate: Gate | None = None,
 ) -> Plan:
-    """Merge a world into its parent (all of it, finishing it, or a part, leaving it open)."""
+    """Merge a world into its parent (all of it, finishing it, or a part, leaving it open).
+    ``gate``: what holds it for a person (an agent's policy; a person's confirm_deletes_over;
+    a dry run, which only says whether it would be held)."""
+    gate = gate or Gate()
     world = db.world(name)
     check_version(world, version)
     children = worlds.children(db.main.conn, world)
@@ -331,7 +337,8 @@ def merge(
     # confirm applies to a plain merge only (the spec): it is not needed, nor asked for, when
     # into, only_tables, only_keys, by_columns, rows or version is given
     settled = opts.partial or opts.by_columns or bool(opts.rows) or version is not None
-    _flag_interrupted(db, world, confirm or settled)
+    if not gate.dry:
+        _flag_interrupted(db, world, confirm or settled)
     p = None
     try:
         with replica.keys_off(session), db.write(conn):
@@ -345,7 +352,7 @@ def merge(
             clashes = [s for s in p.schema if s.conflict]
             if clashes:
                 raise schema_conflict_error(world, p.parent_name, clashes)
-            if p.conflicts:
+            if p.conflicts and not gate.dry:  # (a dry run judges the rest: they aren't a rule)
                 raise conflict_error(p)
             deletes = p.deletes
             if confirm_deletes is not None and confirm_deletes != deletes:
@@ -354,11 +361,15 @@ def merge(
                     f"{deletes} row{'s' if deletes != 1 else ''}; nothing was merged",
                     errors.BAD_ARGUMENT,
                 )
+            held = judge(db, p, gate, confirm_deletes)
             before = events.positions(conn, db.tables()) if session.world is None else None
             apply_steps(db, world, session, p.schema)
             undo = _apply(db, p)
             apply_steps(db, world, session, p.schema, rows_done=True)
-            checks.hold(db, conn, name, checks.touched(p))  # (on the merged result)
+            # (on the merged result: for an agent under a hold, rows found are one more reason)
+            held += checks.hold(db, conn, name, checks.touched(p), gate.hold is not None)
+            if held or gate.dry:
+                raise Held(name, gate.hold, held, world.version)
             _record_merge(db, p, conn, before, undo)
             if not p.partial:
                 lifecycle.finish(conn, world.id, state="merged")
@@ -372,8 +383,9 @@ def merge(
     except BaseException as exc:
         db.end_call(session)
         # Refused or failed, but not interrupted: the flag goes (a crash leaves it).
-        with db.write(db.main.conn):
-            worlds.mark_merging(db.main.conn, world, False)
+        if not gate.dry:
+            with db.write(db.main.conn):
+                worlds.mark_merging(db.main.conn, world, False)
         if isinstance(exc, apsw.ConstraintError):
             raise _combination_error(name, p, exc) from None
         raise
@@ -426,7 +438,7 @@ def _record_merge(
     """The merge as events of both branches, and its rows as they were before, for undo."""
     rows = len(p.writes) + len(p.schema)
     parent = p.parent.world.id if p.parent.world is not None else 0
-    detail: dict = {"from": p.world.name, "partial": p.partial}
+    detail: dict = {"from": p.world.name, "partial": p.partial, "deletes": p.deletes}
     if before is not None:
         detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
     db.record(conn, parent, "merge", rows, detail)

@@ -24,18 +24,27 @@ def touched(plan: Any) -> set[str]:
     return {o.change.table.lower() for o in plan.writes} | {s.table.lower() for s in plan.schema}
 
 
-def hold(db: Database, conn: apsw.Connection, name: str, tables: set[str]) -> None:
-    """Refuse the merge of ``name`` if a check finds rows in its result (23514)."""
+def hold(
+    db: Database, conn: apsw.Connection, name: str, tables: set[str], held: bool = False
+) -> list[str]:
+    """Refuse the merge of ``name`` if a check finds rows in its result (23514); ``held``:
+    an agent's merge under a policy, for which each check finding rows is a reason to hold it
+    instead (those reasons)."""
+    out = []
     for check in mergechecks.listing(db.main.conn):
         if not check.applies_to(tables):
             continue
         columns, rows = run(db, conn, check)
-        if rows:
+        if not rows:
+            continue
+        breaks = f"breaks merge check {check.name}, which finds "
+        breaks += mergechecks.found_text(columns, rows)
+        if not held:
             raise ChronosError(
-                f"merging {name} breaks merge check {check.name}, which finds "
-                f"{mergechecks.found_text(columns, rows)}; nothing was merged",
-                mergechecks.CHECK_VIOLATION,
+                f"merging {name} {breaks}; nothing was merged", mergechecks.CHECK_VIOLATION
             )
+        out.append(f"it {breaks}")
+    return out
 
 
 def run(

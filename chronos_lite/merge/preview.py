@@ -17,8 +17,16 @@ COLUMNS = ["table", "id", "outcome", "detail", "base", "ours", "theirs", "result
 
 
 def preview(
-    db: Database, name: str, opts: Options, limit: int, offset: int, version: int | None
+    db: Database,
+    name: str,
+    opts: Options,
+    limit: int,
+    offset: int,
+    version: int | None,
+    blocked: str | None = None,
 ) -> tuple[str, dict]:
+    """``blocked``: why the caller's merge would wait for a person (its merge policy), shown
+    first."""
     world = db.world(name)
     if version is not None and version != world.version:
         raise ChronosError(
@@ -32,7 +40,8 @@ def preview(
     rows = [_row(o) for o in p.outcomes]
     page = rows[offset : offset + limit]
     schema = [_schema_row(s) for s in p.schema] if offset == 0 else []
-    text = render.table(COLUMNS, summary + schema + page)
+    first = [["(merge)", "", "blocked", blocked, None, None, None, None]] if blocked else []
+    text = render.table(COLUMNS, first + summary + schema + page)
     footer = page_footer(offset, len(page), len(rows), "rows", "merge_preview")
     tail = [
         f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
@@ -65,6 +74,7 @@ def preview(
             for s in p.schema
         ],
         "deletes": deletes,
+        "blocked": blocked,
         "total": len(rows),
         "rows": [_row_data(o) for o in p.outcomes[offset : offset + limit]],
     }

@@ -2,7 +2,18 @@
 rights, bounds, faults, the reply), who may do what (``rights``), and the operations' handlers
 with their text renderings, one module per concern. Importing the package registers them all."""
 
-from . import agents, branches, data, history, insert, merging, rules, sql  # noqa: F401
+from . import (  # noqa: F401
+    agents,
+    branches,
+    data,
+    history,
+    insert,
+    merging,
+    policies,
+    reviewing,
+    rules,
+    sql,
+)
 from .registry import REGISTRY
 
 REGISTRY.arrange(
@@ -10,8 +21,10 @@ REGISTRY.arrange(
         *("describe", "sql", "get", "put", "insert", "delete"),
         *("fork", "set_meta", "branches", "discard"),
         *("diff", "merge", "merge_preview", "rebase"),
+        *("merge_policies", "check_merge_policy", "set_merge_policy", "drop_merge_policy"),
+        *("reviews", "review"),
         *("merge_checks", "set_merge_check", "drop_merge_check"),
         *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
-        *("agent", "audit"),
+        *("agent", "audit", "mode"),
     ]
 )

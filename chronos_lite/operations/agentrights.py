@@ -27,6 +27,8 @@ from ..storage.branchref import BranchRef
 class Caller(Protocol):
     name: str
     rights: frozenset[str]
+    policy: str | None
+    production: bool
 
 
 def effective(rights: Iterable[str]) -> frozenset[str]:
@@ -48,12 +50,26 @@ def listed(name: str, rights: frozenset[str]) -> bool:
     return True
 
 
+def listed_for(name: str, caller: Caller) -> bool:
+    """``listed``, and never undo_merge for an agent keeping to a merge policy."""
+    if name == "undo_merge" and caller.policy is not None:
+        return False
+    return listed(name, caller.rights)
+
+
+def writes_main(caller: Caller) -> bool:
+    """Whether the agent's own writes may change main: with write_main, while no merge policy
+    holds it and the database is in development (else main changes only by its merges)."""
+    return "write_main" in caller.rights and caller.policy is None and not caller.production
+
+
 # Operations that write the branch they name (as put: on its own worlds with write_own, main
 # with write_main).
 WRITES_BRANCH = {"put", "delete", "insert", "rebase", "checkpoint"}
 MANAGES_WORLD = {"set_meta", "discard"}
-RULE_SETTERS = {"set_merge_check", "drop_merge_check"}  # (and the policy setters, later)
-ADMIN_ONLY = {"agent", "config", "audit", *RULE_SETTERS}
+RULE_SETTERS = {"set_merge_check", "drop_merge_check", "set_merge_policy", "drop_merge_policy"}
+ADMIN_ONLY = {"agent", "config", "audit", "mode", *RULE_SETTERS}
+DECIDES_ITSELF = {"review"}  # (the operation checks the caller is the policy's reviewer)
 
 
 def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> None:
@@ -76,6 +92,14 @@ def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> No
     elif name == "undo_merge":
         if not ("admin" in rights or {"restore", "merge"} <= rights):
             raise _refused(caller, "undo a merge", "admin, or restore and merge")
+        if caller.policy is not None:
+            raise ChronosError(
+                f"agent {caller.name} keeps to merge policy {caller.policy}, and undo_merge is "
+                f"never an agent's under a merge policy: a person undoes a merge",
+                REFUSED,
+            )
+    elif name in DECIDES_ITSELF:
+        pass
     elif name == "undo_agent":
         _need(caller, {"restore"}, f"undo what {args.get('agent')} did (UNDO AGENT)")
     elif name == "sql":
@@ -95,7 +119,7 @@ def sql_access(db: Any, caller: Caller) -> Callable[[Any], guard.Access]:
 
     def access(world: Any) -> guard.Access:
         if world is None:
-            write = "write_main" in rights
+            write = writes_main(caller)
         elif world.owner == caller.name:
             write = "write_own" in rights
         else:
@@ -117,7 +141,7 @@ def _sql_refusal(caller: Caller, world: Any) -> Callable[[guard.Denial], Chronos
                 caller, f"read other branches in SQL ({denial.name})", "read", _OWN_HINT
             )
         if world is None:
-            return _refused(caller, "write main", "write_main", _MAIN_HINT)
+            return _main_refused(caller)
         if world.owner == caller.name:
             return _refused(caller, f"write its world {world.name}", "write_own")
         return _not_its(caller, world, "write")
@@ -148,7 +172,8 @@ def _need_write(db: Any, branch: str | None, caller: Caller) -> None:
     if ref.past:
         raise ref.read_only()
     if ref.is_main:
-        _need(caller, {"write_main"}, "write main", _MAIN_HINT)
+        if not writes_main(caller):
+            raise _main_refused(caller)
         return
     world = db.world(ref.name)
     if world.owner == caller.name:
@@ -202,6 +227,21 @@ def _need_merge(db: Any, branch: str | None, into: str | None, caller: Caller) -
         )
     elif db.world(BranchRef.parse(target).name).owner != caller.name:
         raise _not_its(caller, db.world(BranchRef.parse(target).name), "merge into")
+
+
+def _main_refused(caller: Caller) -> ChronosError:
+    if "write_main" not in caller.rights:
+        return _refused(caller, "write main", "write_main", _MAIN_HINT)
+    why = (
+        f"it keeps to merge policy {caller.policy}"
+        if caller.policy is not None
+        else "the database is in production mode"
+    )
+    return ChronosError(
+        f"agent {caller.name} can't write main directly: {why}, so main changes only by a "
+        f"merge; {_MAIN_HINT}, then merge it",
+        REFUSED,
+    )
 
 
 def _need(caller: Caller, needs: set[str], what: str, then: str = "") -> None:

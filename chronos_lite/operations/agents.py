@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import errors, render
 from ..errors import ChronosError
-from ..storage import agents, audit, moments
+from ..storage import agents, audit, mergepolicies, moments
 from ..storage.db import Database
 from .registry import Caller, Reply, operation
 
@@ -43,6 +43,7 @@ def agent_op(db: Database, args: dict, caller: Caller) -> Reply:
     with db.write(conn):
         if action == "create":
             agent, token = agents.create(conn, name, rights or (), quotas)
+            _keep_to(conn, agent.name, args)
             return Reply(
                 f"created agent {agent.name} ({', '.join(agent.rights) or 'no rights'}); its "
                 f"token, shown this once:\n{token}",
@@ -52,7 +53,11 @@ def agent_op(db: Database, args: dict, caller: Caller) -> Reply:
             if args.get("disable") and args.get("enable"):
                 raise ChronosError("give disable or enable, not both", errors.BAD_ARGUMENT)
             enabled = False if args.get("disable") else True if args.get("enable") else None
-            agent = agents.alter(conn, name, rights, quotas, enabled)
+            if "policy" in args and rights is None and not quotas and enabled is None:
+                agent = agents.get(conn, name)  # (only its policy changes)
+            else:
+                agent = agents.alter(conn, name, rights, quotas, enabled)
+            _keep_to(conn, agent.name, args)
             return Reply(f"altered agent {agent.name}: {_summary(agent)}", _data(agent))
         if action == "token":
             if not args.get("rotate"):
@@ -72,6 +77,14 @@ def agent_op(db: Database, args: dict, caller: Caller) -> Reply:
         f"dropped agent {agent.name}: it can act no more; its worlds and history keep its name",
         {"name": agent.name, "dropped": True},
     )
+
+
+def _keep_to(conn: Any, agent: str, args: dict) -> None:
+    """ALTER AGENT ... SET (policy = name | null): the merge policy it keeps to from now on."""
+    if "policy" not in args:
+        return
+    policy = args["policy"]
+    mergepolicies.assign(conn, agent, mergepolicies.get(conn, policy).name if policy else None)
 
 
 def _summary(a: agents.Agent) -> str:

@@ -12,6 +12,7 @@ from .. import render
 from ..merge import diff as merge_diff
 from ..storage import lifecycle
 from ..storage.db import Database
+from . import reviewing
 from .registry import REGISTRY, Caller, Reply, operation
 
 
@@ -23,6 +24,7 @@ from .registry import REGISTRY, Caller, Reply, operation
 )
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
+    reviewing.check_scope(db, args.get("meta") or {}, caller, forking=True)
     world = lifecycle.fork(db, args["name"], source, args.get("meta"), owner=caller.name)
     caller.own_worlds.add(world.wid)
     return Reply(
@@ -39,6 +41,7 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     idempotent=True,
 )
 def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
+    reviewing.check_scope(db, args["meta"], caller)
     world = lifecycle.set_meta(db, args["branch"], args["meta"])
     return Reply(
         f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
@@ -84,6 +87,7 @@ def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
     destructive=True,
 )
 def discard_op(db: Database, args: dict, caller: Caller) -> Reply:
+    reviewing.refuse_discard(db, args["branch"], caller)
     gone = lifecycle.discard(db, args["branch"], bool(args.get("cascade")))
     names = ", ".join(f"{w.name} (world id {w.wid})" for w in gone)
     noun = "branch" if len(gone) == 1 else "branches"

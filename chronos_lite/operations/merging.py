@@ -9,7 +9,9 @@ from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import preview as merge_preview
 from ..merge import rebase as merge_rebase
+from ..merge.policy import Held
 from ..storage.db import Database
+from . import reviewing
 from .registry import Caller, Reply, operation
 
 
@@ -79,15 +81,19 @@ def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
     name = args["branch"]
-    p = merge_apply.merge(
-        db,
-        name,
-        _merge_options(args),
-        args.get("version"),
-        args.get("confirm_deletes"),
-        args.get("target"),
-        bool(args.get("confirm")),
-    )
+    try:
+        p = merge_apply.merge(
+            db,
+            name,
+            _merge_options(args),
+            args.get("version"),
+            args.get("confirm_deletes"),
+            args.get("target"),
+            bool(args.get("confirm")),
+            reviewing.gate_for(db, name, caller),
+        )
+    except Held as held:  # (an agent's merge a rule holds: it waits for a person)
+        raise reviewing.queued(db, held, caller) from None
     n = len(p.writes) + len(p.schema)
     noun = "change" if n == 1 else "changes"
     text = f"merged {n} {noun} from {name} into {p.parent_name}"
@@ -111,13 +117,15 @@ def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
     idempotent=True,
 )
 def merge_preview_op(db: Database, args: dict, caller: Caller) -> Reply:
+    opts = _merge_options(args)
     text, data = merge_preview.preview(
         db,
         args["branch"],
-        _merge_options(args),
+        opts,
         args.get("limit", 20),
         args.get("offset", 0),
         args.get("version"),
+        reviewing.blocked(db, args["branch"], opts, caller),
     )
     return Reply(text, data)
 

@@ -46,6 +46,8 @@ class Caller:
     max_memory_mb: int | None = None  # the memory a call may take; None: no limit
     quotas: dict[str, int | None] = field(default_factory=dict)  # an agent's, read per call
     seen: Any = None  # the file's version when the agent's row was read last
+    policy: str | None = None  # the merge policy an agent keeps to (read with its rights)
+    production: bool = False  # the database is in production mode (read with its rights)
     run: str | None = None  # the caller's run id (agents, later), kept with what it writes
 
     @classmethod
@@ -187,6 +189,11 @@ class Operation:
         if error.validator == "required":
             missing = next(p for p in error.validator_value if p not in error.instance)
             return f"'{missing}' is required: {describe(self.properties[missing])}"
+        if error.validator == "additionalProperties" and error.absolute_path:
+            top = str(error.absolute_path[0])  # (an object parameter's unknown key)
+            known = error.schema.get("properties", {})
+            extra = sorted(set(error.instance) - set(known))
+            return f"unknown key '{extra[0]}' in '{top}': it takes {', '.join(known)}"
         if error.validator == "additionalProperties":
             extra = sorted(set(error.instance) - set(self.properties))
             takes = ", ".join(self.properties) or "no parameters"
@@ -206,6 +213,8 @@ class Operation:
                 hint = f' (write it as a string: "{error.instance}")'
             if where and spec.get("type") == "array":  # (an item is wrong: say what an item is)
                 spec = spec.get("items", {})
+            elif where and spec.get("type") == "object" and "properties" in spec:
+                spec = spec["properties"].get(str(path[1]), spec)  # (a key's value is wrong)
             return f"'{top}'{where} must be {describe(spec)}, not {_show(error.instance)}{hint}"
         return error.message
 

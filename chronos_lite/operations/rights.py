@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from .. import sqltext
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
-from ..storage import agents, guard, worlds
+from ..storage import agents, guard, mergepolicies, worlds
+from ..storage import mode as db_mode
 from ..storage.branchref import BranchRef
 from . import agentrights
 
@@ -38,6 +39,8 @@ class Caller(Protocol):
 
     quotas: dict[str, int | None]
     seen: Any
+    policy: str | None
+    production: bool
 
     def own_world_names(self, db: Any) -> list[str]: ...
 
@@ -55,7 +58,7 @@ def listed(op: Operation, caller: Caller) -> bool:
     if not op.mcp:
         return False
     if caller.mode == "agent":
-        return agentrights.listed(op.name, caller.rights)
+        return agentrights.listed_for(op.name, caller)
     return caller.mode != "safe" or op.name not in PERSON_ONLY
 
 
@@ -84,6 +87,9 @@ def refresh(db: Any, caller: Caller) -> bool:
         )
     caller.rights = agentrights.effective(agent.rights)
     caller.quotas = agent.quotas()
+    policy = mergepolicies.policy_of(conn, agent.name)
+    caller.policy = policy.name if policy else None
+    caller.production = db_mode.mode(conn) == "production"
     caller.seen = (seen, now)
     return True
 

@@ -59,7 +59,19 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
     ),
     ("drop_merge_check", "DROP MERGE CHECK <name>"),
     ("merge_checks", "SHOW MERGE CHECKS"),
+    ("set_merge_policy", "CREATE MERGE POLICY <name> [WITH (<meta>)]"),
+    ("set_merge_policy", "ALTER MERGE POLICY <name> SET (<meta>)"),
+    ("drop_merge_policy", "DROP MERGE POLICY <name> [CASCADE]"),
+    ("merge_policies", "SHOW MERGE POLICIES"),
+    ("reviews", "SHOW REVIEWS"),
+    ("review", "REVIEW WORLD <branch> approve|reject|pass:verdict REASON '<reason>'"),
+    ("mode", "SET MODE <mode>"),
+    ("mode", "SHOW MODE"),
 )
+# Keys whose value may be a bare name: ALTER AGENT bot SET (policy = small).
+NAMED_VALUES = {"policy", "reviewer"}
+# Rules a policy's (key = value, ...) list writes as one string of names: 'payments, users'.
+LIST_RULES = {"tables", "review_tables", "review_columns"}
 # CREATE MERGE CHECK ends with a query, read as written: its own reader (merge_check_args).
 MERGE_CHECK = "set_merge_check"
 # The agent statements' action, by their first words; their (key = value, ...) list is the
@@ -129,8 +141,9 @@ def _item(token: str) -> Item:
         return Item(kind, arg=arg or what, shown=shown)
     if token.isupper() or not token.isalpha() and token.replace("|", "").isupper():
         return Item("word", tuple(token.split("|")), shown=token.split("|")[0])
-    if "|" in token:
-        return Item("choice", tuple(token.split("|")), shown=token)
+    if "|" in token:  # (a choice in a form's head names its argument: approve|reject:verdict)
+        choices, _, arg = token.partition(":")
+        return Item("choice", tuple(choices.split("|")), arg=arg, shown=choices)
     return Item("word", (token,), shown=token)  # run_id, =: written as they are
 
 
@@ -206,6 +219,8 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
         raise ChronosError(f"not a chronos statement: {stmt.strip()[:40]}", BAD_ARGUMENT)
     second = tokens[1][0].upper() if len(tokens) > 1 and tokens[1][1] == "word" else ""
     chosen = [f for f in candidates if len(f.lead) < 2 or f.lead[1] == second]
+    third = tokens[2][0].upper() if len(tokens) > 2 and tokens[2][1] == "word" else ""
+    chosen = [f for f in chosen if _third_word(f) in ("", third)] or chosen  # (MERGE CHECK|POLICY)
     if not chosen:
         shown = " ".join(t for t, _ in tokens[:2])
         listing = "; ".join(f.text for f in candidates)
@@ -222,7 +237,29 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
         raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
     if form.lead in ACTIONS:
         args = _agent_args(ACTIONS[form.lead], args)
+    elif op == "set_merge_policy":
+        args = _policy_args(args)
+    elif op == "drop_merge_policy" and args.pop("cascade", False):
+        args["release_agents"] = True
     return op, args
+
+
+def _third_word(form: Form) -> str:
+    """A form's third keyword, when its head has one there (CREATE MERGE POLICY)."""
+    if len(form.head) < 3 or form.head[2].optional or form.head[2].items[0].kind != "word":
+        return ""
+    return form.head[2].items[0].words[0]
+
+
+def _policy_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A merge policy statement's arguments: its name, and its list as the rules."""
+    rules = {}
+    for key, value in args.get("meta", {}).items():
+        key = key.lower()
+        if key in LIST_RULES and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        rules[key] = value
+    return {"name": args["name"], **({"rules": rules} if "meta" in args else {})}
 
 
 def _agent_args(action: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -379,7 +416,7 @@ class _Reader:
                 raise _Unexpected(f"given twice: {key[0]}")
             self.at += 1
             self._expect("=", f"expected = after {key[0]}")
-            meta[key[0]] = self._value(expected)
+            meta[key[0]] = self._value(expected, key[0].lower() in NAMED_VALUES)
             token = self._peek()
             if token == (")", "punct"):
                 self.at += 1
@@ -388,7 +425,7 @@ class _Reader:
                 raise _Unexpected("WITH ( is not closed: ) is missing")
             self._expect(",", f"expected , or ) after {key[0]}'s value")
 
-    def _value(self, expected: str) -> Any:
+    def _value(self, expected: str, bare: bool = False) -> Any:
         token = self._peek()
         sign = ""
         if token == ("-", "punct"):
@@ -408,6 +445,8 @@ class _Reader:
                 number = float(sign + text) if "." in text or "e" in lowered else int(sign + text)
                 if math.isfinite(number):
                     return number
+            elif bare and not sign and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", text):
+                return text  # (policy = small: a name, as Postgres' WITH lists take one)
         raise _Unexpected(f"{expected}, not {text}")
 
     def _expect(self, punct: str, message: str) -> None:

@@ -195,7 +195,7 @@ def alter(
     if not sets:
         raise ChronosError(
             "nothing to change: give rights, a quota (max_concurrent, max_query_ms, "
-            "max_memory_mb), or enabled",
+            "max_memory_mb), enabled, or policy",
             errors.BAD_ARGUMENT,
         )
     conn.execute(

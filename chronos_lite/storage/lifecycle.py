@@ -10,7 +10,7 @@ import apsw
 
 from ..errors import IN_USE, ChronosError
 from ..sqltext import quote_ident
-from . import catalog, events, moments, worlds, worldschema
+from . import catalog, events, moments, reviews, worlds, worldschema
 from .branchref import BranchRef
 from .fetch import all_rows
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
@@ -171,6 +171,7 @@ def finish(conn: apsw.Connection, world_id: int, state: str = "discarded") -> No
         )
         if catalog.has_table(conn, world_history_table(n)):  # (not for tables dropped before)
             conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
+    reviews.clear(conn, world_id)
     worlds.end(conn, world_id, state)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
-from . import agents, audit, mergechecks
+from . import agents, audit, mergechecks, mergepolicies, reviews
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
 
@@ -130,6 +130,8 @@ def install_base(conn: apsw.Connection) -> None:
     conn.execute(agents.DDL)
     conn.execute(audit.DDL)
     conn.execute(mergechecks.DDL)
+    conn.execute(mergepolicies.DDL)
+    conn.execute(reviews.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------
@@ -408,10 +410,11 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
             "select count(*) from sqlite_schema where name in "
             "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
             "'_chronos_merge_rows', '_chronos_agents', '_chronos_audit', "
-            "'_chronos_merge_checks')"
+            "'_chronos_merge_checks', '_chronos_merge_policies', '_chronos_agent_policies', "
+            "'_chronos_reviews')"
         )
     )[0][0]
-    if have < 7:
+    if have < 10:
         with write(conn):
             install_base(conn)
     if not conn.execute(

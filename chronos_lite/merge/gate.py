@@ -1,0 +1,52 @@
+"""What may hold a merge for a person, asked inside the merge's transaction once its plan is
+settled: the agent's merge policy (or production mode), its world's declared scope, and a
+person's confirm_deletes_over. The merge checks come after, on the merged result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import errors
+from ..errors import ChronosError
+from ..storage.db import Database
+from . import scope
+from .policy import Hold
+from .policy import reasons as policy_reasons
+
+
+@dataclass
+class Gate:
+    """What may hold a merge for a person. ``hold``: the agent's merge policy (or production):
+    each rule it breaks, each part of its world's declared scope and each merge check is a
+    reason, and the merge is held (``Held``) instead of refused. ``confirm_over``: a person's
+    merge of a world whose owner's policy has confirm_deletes_over, which must name its
+    deletes. ``dry``: say whether it would be held (``Held``, perhaps without reasons), always
+    rolling back."""
+
+    hold: Hold | None = None
+    confirm_over: int | None = None
+    dry: bool = False
+
+
+def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list[str]:
+    """The reasons the plan is held for, before its rows apply (a person's merge outside its
+    world's declared scope, or not naming deletes over confirm_deletes_over, is refused)."""
+    deletes = p.deletes
+    over = gate.confirm_over
+    if over is not None and deletes > over and confirm_deletes is None and not gate.dry:
+        raise ChronosError(
+            f"merging {p.world.name} deletes {deletes} row{'s' if deletes != 1 else ''}, more "
+            f"than its merge policy's confirm_deletes_over ({over}): confirm the count with "
+            f"confirm_deletes={deletes} (merge_preview shows the rows); nothing was merged",
+            errors.BAD_ARGUMENT,
+        )
+    held = policy_reasons(db, p, gate.hold) if gate.hold is not None else []
+    broken = scope.breaks(db, p)
+    if broken and gate.hold is None:
+        raise ChronosError(
+            f"merging {p.world.name} goes outside its declared scope: {'; '.join(broken)}; "
+            f"nothing was merged (a person merges it with the scope taken out of its meta)",
+            errors.REFUSED,
+        )
+    return held + broken

@@ -1,0 +1,189 @@
+"""A merge policy's rules on the rows a merge is about to apply (``storage.mergepolicies``).
+
+Each broken rule is one reason, worded to follow "it": ``it changes 5 rows (at most 2)``. The
+merge (``merge.apply``) asks for them inside its transaction, once its plan is settled, so they
+read exactly what it would apply; a merge with reasons is held (``Held``) and rolls back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import REFUSED, ChronosError
+from ..storage import mergepolicies
+from ..storage.fetch import one_row
+from ..storage.mergepolicies import Policy
+
+PRODUCTION = "the database is in production mode: every agent's merge waits for a person"
+
+
+@dataclass
+class Hold:
+    """Whose merge is judged, and by what: the agent's policy (None: none), and whether the
+    database is in production. A merge that breaks a rule is held for a person."""
+
+    agent: str
+    policy: Policy | None
+    production: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"merge policy {self.policy.name}" if self.policy else ""
+
+
+class Held(ChronosError):
+    """The merge would wait for a person (``reasons``); nothing of it stayed."""
+
+    def __init__(self, name: str, hold: Hold | None, reasons: list[str], version: int) -> None:
+        self.name, self.hold, self.reasons, self.version = name, hold, reasons, version
+        super().__init__(f"merging {name} needs a person's review ({because(hold, reasons)})")
+        self.code = REFUSED
+
+
+def because(hold: Hold | None, reasons: list[str]) -> str:
+    """``merge policy small: it changes 5 rows (at most 2); it deletes 1 row (at most 0)``."""
+    rules = "; ".join(r for r in reasons if r != PRODUCTION)
+    parts = [PRODUCTION] if PRODUCTION in reasons else []
+    if rules:
+        label = hold.label if hold is not None else ""
+        parts.append(f"{label}: {rules}" if label else rules)
+    return "; ".join(parts)
+
+
+def rows_text(n: int, what: str = "row") -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+@dataclass
+class Counts:
+    """What a merge changes, as the rules count it."""
+
+    rows: int = 0
+    deletes: int = 0
+    tables: set[str] = field(default_factory=set)
+    columns: set[str] = field(default_factory=set)  # table.column, as written in the schema
+    overwrites: list[str] = field(default_factory=list)
+
+
+def counts(p: Any) -> Counts:
+    out = Counts(rows=len(p.writes) + sum(s.rows for s in p.schema), deletes=p.deletes)
+    for o in p.writes:
+        c = o.change
+        out.tables.add(c.table)
+        before, after = c.theirs, o.result
+        if before is None or after is None:
+            changed = list(c.t.column_names)
+        else:
+            changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
+        out.columns.update(f"{c.table}.{k}" for k in changed)
+        if c.parent_changed and o.outcome != "combined":
+            out.overwrites.append(c.where)
+    out.tables.update(s.table for s in p.schema)
+    return out
+
+
+def reasons(db: Any, p: Any, hold: Hold, confirm_over: bool = True) -> list[str]:
+    """Each rule of the hold's policy the merge breaks (and production's own reason)."""
+    out = [PRODUCTION] if hold.production else []
+    if hold.policy is None:
+        return out
+    rules = hold.policy.rules
+    n = counts(p)
+    into_main = p.parent.world is None
+    out += _limits(rules, n, lambda: _last_hour(db, hold.agent) if into_main else (0, 0))
+    age = mergepolicies.age_ms(rules["max_age"])
+    forked_ms = int((time.time() - p.world.created) * 1000)
+    if age is not None and forked_ms > age:
+        out.append(f"its branch was forked {_span(forked_ms)} ago (at most {_span(age)})")
+    out += _table_rules(rules, n)
+    if not rules["schema"] and p.schema:
+        what = "; ".join(s.op.sql(s.table) for s in p.schema)
+        out.append(f"it changes the schema ({_short(what)}) (schema is false)")
+    if not rules["overwrite"] and n.overwrites:
+        out.append(
+            f"it overwrites {rows_text(len(n.overwrites))} its parent changed since the fork "
+            f"({_listed(n.overwrites)}) (overwrite is false)"
+        )
+    over = rules["confirm_deletes_over"]
+    if confirm_over and over is not None and n.deletes > over:
+        out.append(
+            f"it deletes {rows_text(n.deletes)} (over confirm_deletes_over, {over}: a person "
+            f"confirms the count)"
+        )
+    return out
+
+
+def _limits(rules: dict, n: Counts, last_hour: Any) -> list[str]:
+    out = []
+    if rules["max_rows"] is not None and n.rows > rules["max_rows"]:
+        out.append(f"it changes {rows_text(n.rows)} (at most {rules['max_rows']})")
+    if rules["max_deletes"] is not None and n.deletes > rules["max_deletes"]:
+        out.append(f"it deletes {rows_text(n.deletes)} (at most {rules['max_deletes']})")
+    if rules["rows_per_hour"] is None and rules["deletes_per_hour"] is None:
+        return out
+    rows, deletes = last_hour()
+    hourly = "with its other merges into main in the last hour"
+    if rules["rows_per_hour"] is not None and rows + n.rows > rules["rows_per_hour"]:
+        out.append(
+            f"{hourly} it changes {rows_text(rows + n.rows)} (at most {rules['rows_per_hour']} "
+            f"an hour)"
+        )
+    if rules["deletes_per_hour"] is not None and deletes + n.deletes > rules["deletes_per_hour"]:
+        out.append(
+            f"{hourly} it deletes {rows_text(deletes + n.deletes)} (at most "
+            f"{rules['deletes_per_hour']} an hour)"
+        )
+    return out
+
+
+def _table_rules(rules: dict, n: Counts) -> list[str]:
+    out = []
+    allowed = {t.lower() for t in rules["tables"]}
+    outside = sorted(t for t in n.tables if allowed and t.lower() not in allowed)
+    if outside:
+        out.append(
+            f"it changes {', '.join(outside)}, not in its tables ({', '.join(rules['tables'])})"
+        )
+    review = {t.lower() for t in rules["review_tables"]}
+    held = sorted(t for t in n.tables if t.lower() in review)
+    if held:
+        out.append(f"it changes {', '.join(held)} (review_tables)")
+    columns = {c.lower() for c in rules["review_columns"]}
+    touched = sorted(c for c in n.columns if c.lower() in columns)
+    if touched:
+        out.append(f"it changes {', '.join(touched)} (review_columns)")
+    return out
+
+
+def _last_hour(db: Any, agent: str) -> tuple[int, int]:
+    """Rows and deletes of the agent's merges into main in the last hour."""
+    rows, deletes = one_row(
+        db.main.conn.execute(
+            "select coalesce(sum(rows), 0), coalesce(sum(json_extract(detail, '$.deletes')), 0) "
+            "from main._chronos_events where world = 0 and kind = 'merge' and actor = ? "
+            "and time > ?",
+            (agent, time.time() - 3600),
+        )
+    )
+    return int(rows), int(deletes)
+
+
+def _span(ms: int) -> str:
+    seconds = ms // 1000
+    if seconds < 120:
+        return f"{seconds} s" if seconds else f"{ms} ms"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
+
+
+def _listed(items: list[str], most: int = 3) -> str:
+    more = len(items) - most
+    return ", ".join(items[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+def _short(text: str, most: int = 120) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."

@@ -1,0 +1,171 @@
+"""A world's declared scope (its meta's ``may_change``, ``tenant``, ``max_rows``,
+``max_deletes``), held to at its merge.
+
+``may_change`` names tables (any column) and ``table.column`` (that column only, in rows that
+were there before and stay); ``tenant`` is an SQL condition every row the merge changes meets,
+as it was and as it will be. A merge outside its scope waits for a person (an agent under a
+merge policy) or is refused (anyone else), saying which row broke which part.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from .. import sqltext
+from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
+from ..storage import guard
+from ..storage.fetch import all_rows
+from .policy import counts, rows_text
+
+KEYS = ("may_change", "tenant", "max_rows", "max_deletes")
+READ_ONLY = guard.Access(write=False, settings=False)
+TENANT_TIMEOUT_MS = 1000
+_CHUNK = 200
+
+
+def declared(meta: dict) -> dict[str, Any]:
+    """The scope parts a world's meta declares."""
+    return {k: meta[k] for k in KEYS if meta.get(k) is not None}
+
+
+def check_meta(meta: dict) -> None:
+    """Refuse a declared scope that can't be held to (at fork and set_meta)."""
+    change = meta.get("may_change")
+    if change is not None:
+        entries = _entries(change)
+        if not entries:
+            raise ChronosError(
+                'may_change names tables and table.columns: "leads.status, lists"', BAD_ARGUMENT
+            )
+    tenant = meta.get("tenant")
+    if tenant is not None:
+        _expression(tenant)
+    for key in ("max_rows", "max_deletes"):
+        value = meta.get(key)
+        if value is not None and not (type(value) is int and value >= 0):
+            raise ChronosError(f"{key} is a whole number of 0 or more, not {value!r}", BAD_ARGUMENT)
+
+
+def _expression(tenant: Any) -> str:
+    """The tenant condition, refused unless it is one expression (no statement ends in it, no
+    comment, every parenthesis it opens closed within it)."""
+    what = 'tenant is one SQL condition every changed row meets, as "org_id = 42"'
+    if not isinstance(tenant, str) or not tenant.strip():
+        raise ChronosError(what, BAD_ARGUMENT)
+    if "--" in tenant or "/*" in tenant:
+        raise ChronosError(f"{what}, without comments", BAD_ARGUMENT)
+    depth = 0
+    for text, kind, _s, _e in sqltext.tokens(tenant):
+        if kind != "punct":
+            continue
+        depth += {"(": 1, ")": -1}.get(text, 0)
+        if depth < 0 or text == ";":
+            raise ChronosError(f"{what}, not {tenant!r}", BAD_ARGUMENT)
+    if depth:
+        raise ChronosError(f"{what}: a parenthesis in {tenant!r} isn't closed", BAD_ARGUMENT)
+    return tenant
+
+
+def _entries(change: Any) -> list[str]:
+    if isinstance(change, str):
+        items = change.split(",")
+    elif isinstance(change, list) and all(isinstance(v, str) for v in change):
+        items = change
+    else:
+        raise ChronosError(
+            f'may_change is "table, table.column, ..." or a list of them, not {change!r}',
+            BAD_ARGUMENT,
+        )
+    return [i.strip() for i in items if i.strip()]
+
+
+def breaks(db: Any, p: Any) -> list[str]:
+    """Each part of the world's declared scope the merge breaks."""
+    scope = declared(p.world.meta)
+    if not scope:
+        return []
+    out = []
+    n = counts(p)
+    if scope.get("max_rows") is not None and n.rows > scope["max_rows"]:
+        out.append(
+            f"it changes {rows_text(n.rows)} (its declared scope's max_rows is {scope['max_rows']})"
+        )
+    if scope.get("max_deletes") is not None and n.deletes > scope["max_deletes"]:
+        out.append(
+            f"it deletes {rows_text(n.deletes)} (its declared scope's max_deletes is "
+            f"{scope['max_deletes']})"
+        )
+    if scope.get("may_change") is not None:
+        out += _outside(p, _entries(scope["may_change"]))
+    if scope.get("tenant") is not None:
+        out += _tenant(db, p, _expression(scope["tenant"]))
+    return out
+
+
+def _outside(p: Any, entries: list[str]) -> list[str]:
+    tables = {e.lower() for e in entries if "." not in e}
+    columns = {e.lower() for e in entries if "." in e}
+    said = ", ".join(entries)
+    for s in p.schema:
+        if s.table.lower() not in tables:
+            return [f"it changes the schema of {s.table}, outside its may_change ({said})"]
+    for o in p.writes:
+        c = o.change
+        if c.table.lower() in tables:
+            continue
+        before, after = c.theirs, o.result
+        if before is None or after is None:
+            what = "inserts" if before is None else "deletes"
+            return [f"it {what} {c.where}, outside its may_change ({said})"]
+        changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
+        wrong = [k for k in changed if f"{c.table}.{k}".lower() not in columns]
+        if wrong:
+            return [f"it changes {c.where}'s {', '.join(wrong)}, outside its may_change ({said})"]
+    return []
+
+
+def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
+    """The first row, as it was or as it will be, that doesn't meet the tenant condition."""
+    by_table: dict[str, list[tuple[str, dict]]] = {}
+    for o in p.writes:
+        c = o.change
+        for row in (c.theirs, o.result):
+            if row is not None:
+                by_table.setdefault(c.table, []).append((c.where, row))
+    for table, rows in by_table.items():
+        t = next(o.change.t for o in p.writes if o.change.table == table)
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            bad = _outside_tenant(db, p, t, tenant, chunk)
+            if bad is not None:
+                return [f"it changes {bad}, outside its tenant ({tenant})"]
+    return []
+
+
+def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | None:
+    names = ["scope_n", *t.column_names]
+    cols = ", ".join(sqltext.quote_ident(n) for n in names)
+    values = ", ".join("(" + ", ".join("?" for _ in names) + ")" for _ in rows)
+    params = [
+        v for i, (_w, row) in enumerate(rows) for v in (i, *(row.get(c) for c in t.column_names))
+    ]
+    sql = (
+        f"with scope_row({cols}) as (values {values}) select scope_n from scope_row "
+        f"where not coalesce(({tenant}), 0) limit 1"
+    )
+    conn = p.parent.conn
+    checking = guard.checking(conn, READ_ONLY)
+    try:
+        with db.bounds.within(TENANT_TIMEOUT_MS, "a declared tenant's check"):
+            found = all_rows(conn.execute(READ_ONLY.mark + sql, params))
+    except (apsw.SQLError, apsw.AuthError) as exc:
+        raise ChronosError(
+            f"{p.world.name}'s declared tenant ({tenant}) can't be read on {t.name}'s rows "
+            f"({exc}): set_meta it to a condition on their columns; nothing was merged",
+            REFUSED,
+        ) from None
+    finally:
+        checking.done()
+    return rows[found[0][0]][0] if found else None

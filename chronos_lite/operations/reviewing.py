@@ -1,0 +1,255 @@
+"""Reviews: the merges a merge policy (or production mode) held for a person, and how a merge
+is gated by them.
+
+An agent's merge under a policy is judged inside the merge (``merge.gate``); held, nothing of
+it stays, and its world is queued here with the reasons. A person approves by merging it at
+the version they read (``merge --version``), or rejects it by discarding it; a policy's
+reviewer may decide first (``review``). An agent can't merge or discard its queued world.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import render
+from ..errors import NOT_FOUND, REFUSED, ChronosError
+from ..merge import apply as merge_apply
+from ..merge import diff as merge_diff
+from ..merge import scope
+from ..merge.gate import Gate
+from ..merge.policy import Held, Hold, because
+from ..storage import mergepolicies, moments, reviews
+from ..storage.branchref import BranchRef
+from ..storage.db import Database
+from ..storage.reviews import Review
+from .registry import Caller, Reply, operation
+
+COLUMNS = [
+    "world",
+    "owner",
+    "policy",
+    "reasons",
+    "asked",
+    "version",
+    "changed_since",
+    "scope",
+    "changes",
+    "verdict",
+]
+
+
+def gate_for(db: Database, name: str, caller: Caller) -> Gate:
+    """What holds this caller's merge of ``name``: for an agent under a merge policy (or in
+    production), the policy; for anyone else, the confirm_deletes_over of the world's
+    owner's policy. An agent's merge of a world waiting in reviews is refused."""
+    world = db.world(BranchRef.parse(name).name)
+    conn = db.main.conn
+    if caller.mode == "agent":
+        waiting = reviews.find(conn, world.id)
+        if waiting is not None:
+            raise _waits(db, world.name, waiting)
+        policy = mergepolicies.policy_of(conn, caller.name)
+        if policy is not None or caller.production:
+            return Gate(hold=Hold(caller.name, policy, caller.production))
+    owners = mergepolicies.policy_of(conn, world.owner)
+    return Gate(confirm_over=owners.rules["confirm_deletes_over"] if owners else None)
+
+
+def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) -> str | None:
+    """Why this caller's merge of ``name`` would wait for a person, if it would (merge_preview
+    shows it first): tried as the merge would run, and rolled back."""
+    try:
+        gate = gate_for(db, name, caller)
+    except ChronosError as waiting:  # (it waits in reviews already)
+        return waiting.message
+    if gate.hold is None:
+        return None
+    try:
+        merge_apply.merge(db, name, opts, gate=Gate(hold=gate.hold, dry=True))
+    except Held as held:
+        if held.reasons:
+            return f"merging {name} would wait for a person ({because(held.hold, held.reasons)})"
+    except ChronosError:
+        return None  # (the preview's rows show why it would be refused)
+    return None
+
+
+def check_scope(db: Database, meta: dict, caller: Caller, forking: bool = False) -> None:
+    """A declared scope in a fork's (or set_meta's) meta must be one the merge can hold to;
+    an agent whose merge policy has require_scope forks only with may_change or tenant."""
+    scope.check_meta(meta)
+    if not forking or caller.mode != "agent" or caller.policy is None:
+        return
+    policy = mergepolicies.find(db.main.conn, caller.policy)
+    if policy is None or not policy.rules["require_scope"]:
+        return
+    if meta.get("may_change") is None and meta.get("tenant") is None:
+        raise ChronosError(
+            f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope: "
+            f'declare what the world may change in its meta, as {{"may_change": "leads.status, '
+            f'lists"}} or {{"tenant": "org_id = 42"}} (with intent and run if you like)',
+            REFUSED,
+        )
+
+
+def queued(db: Database, held: Held, caller: Caller) -> ChronosError:
+    """Queue the held merge for a person (its own short write); the refusal the agent gets."""
+    world = db.world(held.name)
+    policy = held.hold.policy.name if held.hold and held.hold.policy else None
+    with db.write(db.main.conn) as conn:
+        reviews.queue(conn, world.id, caller.name, policy, held.reasons, held.version)
+    return ChronosError(
+        f"{held.message}; it's queued (SHOW REVIEWS)",
+        REFUSED,
+        {"branch": held.name, "queued": True, "reasons": held.reasons, "version": held.version},
+    )
+
+
+def refuse_discard(db: Database, name: str, caller: Caller) -> None:
+    """An agent can't take its world out of the queue by discarding it."""
+    if caller.mode != "agent" or BranchRef.parse(name).is_main:
+        return
+    world = db.world(BranchRef.parse(name).name)
+    waiting = reviews.find(db.main.conn, world.id)
+    if waiting is not None:
+        raise _waits(db, world.name, waiting, "discard")
+
+
+def _waits(db: Database, name: str, r: Review, doing: str = "merge") -> ChronosError:
+    return ChronosError(
+        f"{name} waits in reviews for a person (asked {moments.show_moment(r.asked)}: "
+        f"{because(_hold_of(r), r.reasons)}): an agent can't {doing} it; a person merges it "
+        f"(chronos {db.folder} merge {name} --version {r.version}) or discards it",
+        REFUSED,
+    )
+
+
+def _hold_of(r: Review) -> Hold | None:
+    if r.policy is None:
+        return None
+    return Hold(r.agent, mergepolicies.Policy(r.policy, {}, 0.0, 0.0))
+
+
+@operation(
+    "reviews",
+    "Merges waiting for a person",
+    "Merges a policy sent to a person, oldest first: world, owner, policy, reasons, asked, "
+    "version (when its agent asked), changed_since (the branch was written to, or partly "
+    "merged, since), scope (declared in its meta), changes (per table, deletes first), and a "
+    "reviewer's verdict. A person approves with merge at that version (MERGE WORLD ... AT "
+    "VERSION n), or throws it away with discard. No parameters. Runs SHOW REVIEWS.",
+    read_only=True,
+    idempotent=True,
+)
+def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
+    held = reviews.listing(db.main.conn)
+    rows, data = [], []
+    for r in held:
+        world = next(w for w in db.worlds() if w.id == r.world)
+        d = merge_diff.diff(db, world.name)
+        changes = _changes(d)
+        declared = scope.declared(world.meta)
+        verdict = f"{r.verdict} by {r.reviewer}: {r.reason}" if r.verdict else ""
+        row = [
+            world.name,
+            world.owner,
+            r.policy or "(production mode)",
+            because(_hold_of(r), r.reasons),
+            moments.show_moment(r.asked),
+            r.version,
+            "yes" if world.version != r.version else "no",
+            ", ".join(f"{k} {v}" for k, v in declared.items()),
+            changes,
+            verdict,
+        ]
+        rows.append(row)
+        data.append(
+            {
+                **dict(zip(COLUMNS, row, strict=True)),
+                "reasons": r.reasons,
+                "changed_since": world.version != r.version,
+                "scope": declared,
+                "verdict": r.verdict,
+                "reviewer": r.reviewer,
+                "reason": r.reason,
+            }
+        )
+    text = render.table(COLUMNS, rows)
+    if not held:
+        text += "\n(no merges wait for a person)"
+    else:
+        text += "\nA person approves with merge --version <version>, or rejects with discard."
+    return Reply(text, {"reviews": data}, (COLUMNS, rows))
+
+
+def _changes(d: Any) -> str:
+    """Per table, deleted, updated and inserted (tables that delete first)."""
+    counts: dict[str, dict[str, int]] = {}
+    for c in d.changes:
+        counts.setdefault(c.table, {"delete": 0, "update": 0, "insert": 0})[c.kind] += 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1]["delete"], kv[0]))
+    parts = [
+        f"{t}: {k['delete']} deleted, {k['update']} updated, {k['insert']} inserted"
+        for t, k in ordered
+    ]
+    if d.schema:
+        parts.insert(0, f"schema: {len(d.schema)} change{'s' if len(d.schema) != 1 else ''}")
+    return "; ".join(parts) or "none"
+
+
+@operation(
+    "review",
+    "Decide a held merge (a policy's reviewer)",
+    "For a merge policy's reviewer (the policy's reviewer names the agent): decide a held "
+    "merge before a person does. approve merges it as it was held (refused if the branch "
+    "changed since), reject keeps it from merging, pass leaves it to a person; the reason is "
+    "kept in reviews and the audit. Runs REVIEW WORLD <branch> APPROVE | REJECT | PASS REASON "
+    "'...'.",
+    destructive=True,
+)
+def review_op(db: Database, args: dict, caller: Caller) -> Reply:
+    name, verdict, reason = args["branch"], args["verdict"], args["reason"]
+    conn = db.main.conn
+    world = db.world(BranchRef.parse(name).name)
+    r = reviews.find(conn, world.id)
+    if r is None:
+        raise ChronosError(
+            f"{world.name} isn't waiting in reviews: SHOW REVIEWS lists the held merges",
+            NOT_FOUND,
+        )
+    _need_reviewer(db, r, world.name, caller)
+    if verdict == "approve":
+        owners = mergepolicies.policy_of(conn, world.owner)
+        over = owners.rules["confirm_deletes_over"] if owners else None
+        p = merge_apply.merge(
+            db, world.name, merge_apply.Options(), r.version, gate=Gate(confirm_over=over)
+        )
+        n = len(p.writes) + len(p.schema)
+        return Reply(
+            f"approved {world.name}: merged {n} change{'s' if n != 1 else ''} into "
+            f"{p.parent_name} ({reason})",
+            {"branch": world.name, "verdict": verdict, "merged": n, "into": p.parent_name},
+        )
+    with db.write(conn):
+        reviews.decide(conn, world.id, verdict, caller.name, reason)
+    said = {"reject": "it won't merge unless a person merges it", "pass": "left to a person"}
+    return Reply(
+        f"{verdict} {world.name}: {said[verdict]} ({reason})",
+        {"branch": world.name, "verdict": verdict, "reason": reason},
+    )
+
+
+def _need_reviewer(db: Database, r: Review, name: str, caller: Caller) -> None:
+    """Only the reviewer the holding policy names (or the database's own user) decides."""
+    if caller.mode == "owner" or (caller.mode == "agent" and "admin" in caller.rights):
+        return
+    policy = mergepolicies.find(db.main.conn, r.policy) if r.policy else None
+    reviewer = policy.rules["reviewer"] if policy else None
+    if reviewer is None or reviewer.lower() != caller.name.lower():
+        who = f"its reviewer, {reviewer}" if reviewer else "a person (its policy names no reviewer)"
+        whom = f"agent {caller.name}" if caller.mode == "agent" else "safe mode"
+        raise ChronosError(
+            f"{whom} can't review {name}: {who} decides it "
+            f"(merge policy {r.policy or '(production mode)'}); a person merges or discards it",
+            REFUSED,
+        )
