@@ -397,3 +397,15 @@ def test_an_agent_under_a_policy_never_sees_undo_merge(crm):
     assert "undo_merge" in {op.name for op in REGISTRY.listed(bot(crm))}
     policy(crm, max_rows=10)
     assert "undo_merge" not in {op.name for op in REGISTRY.listed(bot(crm))}
+
+
+def test_the_instructions_say_what_holds_the_agents_merges(crm, folder):
+    from chronos_lite.mcp.core import instructions
+
+    assert "merge policy" not in instructions(str(folder), bot(crm)).split("a merge policy may")[1]
+    policy(crm, max_rows=10)
+    said = instructions(str(folder), bot(crm))
+    assert "You keep to merge policy small: merge_policies shows its rules" in said
+    crm.call("mode", mode="production")
+    said = instructions(str(folder), bot(crm))
+    assert "the database is in production mode, so your merge waits in reviews" in said

@@ -78,6 +78,17 @@ ARGUMENT = st.one_of(
     st.text(max_size=5),
     st.lists(st.sampled_from(["", "a", "a b", 1]), max_size=2),
     st.dictionaries(st.sampled_from(["a", "name"]), st.integers(), max_size=1),
+    st.dictionaries(  # (an object of named keys, as a merge policy's rules)
+        st.sampled_from(["max_rows", "max_age", "tables", "reviewer", "schema", "x"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(-2, 2),
+            st.sampled_from(["1h", "", "a b"]),
+            st.lists(st.sampled_from(["a", "", 1]), max_size=2),
+        ),
+        max_size=3,
+    ),
 )
 
 

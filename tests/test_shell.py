@@ -270,7 +270,7 @@ def test_completion_of_tables_columns_worlds_commands_and_keywords(shop):
     assert complete("\\merge t") == ["task-1", "tally"]
     assert complete("\\d us") == ["users"]
     assert complete("\\wo") == ["\\worlds"]
-    assert complete("\\merge-p") == ["\\merge-preview"]
+    assert complete("\\merge-pr") == ["\\merge-preview"]
     assert "\\timing" in complete("\\") and "\\undo-agent" in complete("\\")
     # keywords in the case being typed
     assert complete("SEL") == ["SELECT"]

@@ -11,7 +11,7 @@ from .. import errors
 from ..errors import ChronosError
 from ..storage.db import Database
 from . import scope
-from .policy import Hold
+from .policy import Counts, Hold, counts
 from .policy import reasons as policy_reasons
 
 
@@ -41,8 +41,10 @@ def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list
             f"confirm_deletes={deletes} (merge_preview shows the rows); nothing was merged",
             errors.BAD_ARGUMENT,
         )
-    held = policy_reasons(db, p, gate.hold) if gate.hold is not None else []
-    broken = scope.breaks(db, p)
+    ruled = gate.hold is not None and gate.hold.policy is not None
+    n = counts(p) if ruled or scope.declared(p.world.meta) else Counts()  # (only if asked)
+    held = policy_reasons(db, p, gate.hold, n) if gate.hold is not None else []
+    broken = scope.breaks(db, p, n)
     if broken and gate.hold is None:
         raise ChronosError(
             f"merging {p.world.name} goes outside its declared scope: {'; '.join(broken)}; "

@@ -84,13 +84,13 @@ def counts(p: Any) -> Counts:
     return out
 
 
-def reasons(db: Any, p: Any, hold: Hold, confirm_over: bool = True) -> list[str]:
-    """Each rule of the hold's policy the merge breaks (and production's own reason)."""
+def reasons(db: Any, p: Any, hold: Hold, n: Counts) -> list[str]:
+    """Each rule of the hold's policy the merge breaks (and production's own reason); ``n``:
+    what the merge changes."""
     out = [PRODUCTION] if hold.production else []
     if hold.policy is None:
         return out
     rules = hold.policy.rules
-    n = counts(p)
     into_main = p.parent.world is None
     out += _limits(rules, n, lambda: _last_hour(db, hold.agent) if into_main else (0, 0))
     age = mergepolicies.age_ms(rules["max_age"])
@@ -107,7 +107,7 @@ def reasons(db: Any, p: Any, hold: Hold, confirm_over: bool = True) -> list[str]
             f"({_listed(n.overwrites)}) (overwrite is false)"
         )
     over = rules["confirm_deletes_over"]
-    if confirm_over and over is not None and n.deletes > over:
+    if over is not None and n.deletes > over:
         out.append(
             f"it deletes {rows_text(n.deletes)} (over confirm_deletes_over, {over}: a person "
             f"confirms the count)"

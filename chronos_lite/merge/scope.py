@@ -17,7 +17,7 @@ from .. import sqltext
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
 from ..storage import guard
 from ..storage.fetch import all_rows
-from .policy import counts, rows_text
+from .policy import Counts, rows_text
 
 KEYS = ("may_change", "tenant", "max_rows", "max_deletes")
 READ_ONLY = guard.Access(write=False, settings=False)
@@ -81,13 +81,12 @@ def _entries(change: Any) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def breaks(db: Any, p: Any) -> list[str]:
-    """Each part of the world's declared scope the merge breaks."""
+def breaks(db: Any, p: Any, n: Counts) -> list[str]:
+    """Each part of the world's declared scope the merge breaks (``n``: what it changes)."""
     scope = declared(p.world.meta)
     if not scope:
         return []
     out = []
-    n = counts(p)
     if scope.get("max_rows") is not None and n.rows > scope["max_rows"]:
         out.append(
             f"it changes {rows_text(n.rows)} (its declared scope's max_rows is {scope['max_rows']})"
@@ -128,12 +127,12 @@ def _outside(p: Any, entries: list[str]) -> list[str]:
 
 def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
     """The first row, as it was or as it will be, that doesn't meet the tenant condition."""
-    by_table: dict[str, list[tuple[str, dict]]] = {}
-    for o in p.writes:
+    by_table: dict[str, list[tuple[Any, dict]]] = {}
+    for o in p.writes:  # (a row's table/id is spelled only for the row named)
         c = o.change
         for row in (c.theirs, o.result):
             if row is not None:
-                by_table.setdefault(c.table, []).append((c.where, row))
+                by_table.setdefault(c.table, []).append((c, row))
     for table, rows in by_table.items():
         t = next(o.change.t for o in p.writes if o.change.table == table)
         for start in range(0, len(rows), _CHUNK):
@@ -168,4 +167,4 @@ def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | N
         ) from None
     finally:
         checking.done()
-    return rows[found[0][0]][0] if found else None
+    return rows[found[0][0]][0].where if found else None

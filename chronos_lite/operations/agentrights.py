@@ -3,8 +3,9 @@
 * ``read``: read any branch (its own worlds it reads without it).
 * ``fork``: make worlds, which are its own (``owner``), across sessions.
 * ``write_own``: change the worlds it forked (rows, schema, checkpoints, rebase).
-* ``write_main``: reach main: its direct writes (while no merge policy holds it), and with
-  ``merge_own`` its merges into main.
+* ``write_main``: reach main: its direct writes (only while no merge policy holds it and the
+  database is in development mode), and with ``merge_own`` its merges into main (under its
+  policy, or held for a person in production: ``operations.reviewing``).
 * ``merge_own``: merge the worlds it forked (into main with ``write_main``; into a world of its
   own).
 * ``merge``: merge any world, anywhere. ``restore``: restore, roll back and undo (UNDO AGENT).

@@ -57,11 +57,32 @@ def compile_schema(schema: dict) -> Callable[[Any], bool] | None:
     return accepts
 
 
+_APPLIES = {  # (jsonschema applies each keyword to values of its own type only)
+    "string": {"minLength", "maxLength", "pattern"},
+    "integer": {"minimum", "maximum"},
+    "array": {"minItems", "maxItems", "items"},
+}
+
+
+def _for_type(spec: dict, kind: str) -> dict:
+    """``spec`` as one of its types sees it: without the keywords for the others."""
+    others = set().union(*(v for k, v in _APPLIES.items() if k != kind))
+    return {k: v for k, v in spec.items() if k not in others - _APPLIES.get(kind, set())} | {
+        "type": kind
+    }
+
+
 def _value_check(spec: dict) -> Check | None:
     kind = spec.get("type")
-    if isinstance(kind, list) and len(kind) == 2 and "null" in kind:  # (a value, or null)
-        other = _value_check({**spec, "type": next(k for k in kind if k != "null")})
-        return None if other is None else (lambda v: v is None or other(v))
+    if isinstance(kind, list):  # (one of the types: a value or null, a string or an integer)
+        found = [_value_check(_for_type(spec, k)) for k in kind if k != "null"]
+        options = [o for o in found if o is not None]
+        if len(options) < len(found):
+            return None
+        nullable = "null" in kind
+        return lambda v: (nullable and v is None) or any(o(v) for o in options)
+    if kind == "object" and "properties" in spec:  # (an object of named keys: as a schema)
+        return compile_schema({k: v for k, v in spec.items() if k != "description"})
     if set(spec) - _KNOWN or kind not in _TYPES:
         return None
     parts: list[Check] = [_TYPES[spec["type"]]]

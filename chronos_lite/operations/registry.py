@@ -241,6 +241,9 @@ def describe(spec: dict) -> str:
     if isinstance(kind, list) and "null" in kind and len(kind) == 2:  # (a value, or none)
         other = next(k for k in kind if k != "null")
         return f"{describe({**spec, 'type': other})}, or null"
+    if isinstance(kind, list):  # (one of several types)
+        said = [describe({**spec, "type": k}) for k in kind if k != "null"]
+        return ", ".join(said[:-1]) + f" or {said[-1]}" + (", or null" if "null" in kind else "")
     if kind == "string":
         pattern = spec.get("pattern", "")
         if _no_spaces(spec):
