@@ -409,3 +409,14 @@ def test_the_instructions_say_what_holds_the_agents_merges(crm, folder):
     crm.call("mode", mode="production")
     said = instructions(str(folder), bot(crm))
     assert "the database is in production mode, so your merge waits in reviews" in said
+
+
+def test_a_reviewer_cant_confirm_deletes_over_the_line(crm):
+    crm.call("agent", action="create", name="lead", rights=["read"])
+    policy(crm, confirm_deletes_over=0, reviewer="lead")
+    bot_world(crm, "d", "delete from leads where id = 4")
+    assert "over confirm_deletes_over, 0" in held(crm, "d")
+    with pytest.raises(ChronosError, match="a reviewer can't confirm that; a person merges it"):
+        lead = Caller.for_agent(crm, "lead")
+        crm.call("review", lead, branch="d", verdict="approve", reason="ok")
+    assert crm.call("merge", branch="d", confirm_deletes=1).text.startswith("merged 1 change")

@@ -27,6 +27,7 @@ class Gate:
     hold: Hold | None = None
     confirm_over: int | None = None
     dry: bool = False
+    reviewer: bool = False  # (a policy's reviewer approving: it can't confirm deletes)
 
 
 def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list[str]:
@@ -34,6 +35,13 @@ def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list
     world's declared scope, or not naming deletes over confirm_deletes_over, is refused)."""
     deletes = p.deletes
     over = gate.confirm_over
+    if over is not None and deletes > over and gate.reviewer:
+        raise ChronosError(
+            f"merging {p.world.name} deletes {deletes} rows, more than its merge policy's "
+            f"confirm_deletes_over ({over}): a reviewer can't confirm that; a person merges it "
+            f"with confirm_deletes={deletes}; nothing was merged",
+            errors.REFUSED,
+        )
     if over is not None and deletes > over and confirm_deletes is None and not gate.dry:
         raise ChronosError(
             f"merging {p.world.name} deletes {deletes} row{'s' if deletes != 1 else ''}, more "

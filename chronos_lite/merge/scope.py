@@ -25,9 +25,11 @@ TENANT_TIMEOUT_MS = 1000
 _CHUNK = 200
 
 
-def declared(meta: dict) -> dict[str, Any]:
-    """The scope parts a world's meta declares."""
-    return {k: meta[k] for k in KEYS if meta.get(k) is not None}
+def declared(meta: dict, shown: bool = False) -> dict[str, Any]:
+    """The scope parts a world's meta declares (``shown``: with its intent and run, which
+    reviews show and nothing holds to)."""
+    keys = (*KEYS, "intent", "run") if shown else KEYS
+    return {k: meta[k] for k in keys if meta.get(k) is not None}
 
 
 def check_meta(meta: dict) -> None:

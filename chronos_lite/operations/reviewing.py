@@ -60,7 +60,7 @@ def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) 
     shows it first): tried as the merge would run, and rolled back."""
     try:
         gate = gate_for(db, name, caller)
-    except ChronosError as waiting:  # (it waits in reviews already)
+    except Waiting as waiting:  # (it waits in reviews already)
         return waiting.message
     if gate.hold is None:
         return None
@@ -115,8 +115,12 @@ def refuse_discard(db: Database, name: str, caller: Caller) -> None:
         raise _waits(db, world.name, waiting, "discard")
 
 
-def _waits(db: Database, name: str, r: Review, doing: str = "merge") -> ChronosError:
-    return ChronosError(
+class Waiting(ChronosError):
+    """The world waits in reviews: an agent can't merge or discard it."""
+
+
+def _waits(db: Database, name: str, r: Review, doing: str = "merge") -> Waiting:
+    return Waiting(
         f"{name} waits in reviews for a person (asked {moments.show_moment(r.asked)}: "
         f"{because(_hold_of(r), r.reasons)}): an agent can't {doing} it; a person merges it "
         f"(chronos {db.folder} merge {name} --version {r.version}) or discards it",
@@ -148,7 +152,7 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
         world = next(w for w in db.worlds() if w.id == r.world)
         d = merge_diff.diff(db, world.name)
         changes = _changes(d)
-        declared = scope.declared(world.meta)
+        declared = scope.declared(world.meta, shown=True)
         verdict = f"{r.verdict} by {r.reviewer}: {r.reason}" if r.verdict else ""
         row = [
             world.name,
@@ -222,7 +226,11 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
         owners = mergepolicies.policy_of(conn, world.owner)
         over = owners.rules["confirm_deletes_over"] if owners else None
         p = merge_apply.merge(
-            db, world.name, merge_apply.Options(), r.version, gate=Gate(confirm_over=over)
+            db,
+            world.name,
+            merge_apply.Options(),
+            r.version,
+            gate=Gate(confirm_over=over, reviewer=caller.mode != "owner"),
         )
         n = len(p.writes) + len(p.schema)
         return Reply(
