@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import hypothesis.strategies as st
+import pytest
 from differential import same_then_merged
 from hypothesis import HealthCheck, given, settings
 
@@ -231,3 +232,15 @@ def test_tables_of_every_key_shape_write_on_a_world_as_on_main(schema, statement
     ddl, rows = schema
     with tempfile.TemporaryDirectory() as folder:
         same_then_merged(Path(folder), ddl, rows, statements)
+
+
+@pytest.mark.parametrize("rule", ["unique", "unique on conflict ignore"])
+def test_a_merge_writes_rows_that_passed_a_unique_value_on(rule):
+    """Found by the property above: the world's REPLACE gives row 1 row 2's k and row 2 a new
+    one; the merge writes row 1 (in key order) while main's row 2 still holds k = 2, so it
+    waits for row 2 and is written after (before: refused, or with IGNORE, silently left)."""
+    ddl = f"create table p(id integer primary key, k int {rule}, v int)"
+    rows = "insert into p values (1, 1, 1), (2, 2, 2), (3, 3, 30)"
+    writes = ["insert or replace into p(id, k, v) values (1, 2, null), (2, null, null)"]
+    with tempfile.TemporaryDirectory() as folder:
+        same_then_merged(Path(folder), ddl, rows, writes)

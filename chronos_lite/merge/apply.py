@@ -396,13 +396,11 @@ def merge(
 def _apply(db: Database, p: Plan) -> list[tuple]:
     """Write the merge's rows on the parent; for undo_merge, each row's (table id, key there,
     row before, row after)."""
-    undo = []
     conn = p.parent.conn
     if p.parent.world is not None:
         worldsql.begin_world_write(conn, "abort")
     with replica.quiet(p.parent):
-        for o in p.writes:
-            undo.append(_write(p, o))
+        undo = _write_all(p)
     replica.check_keys(db, p.parent, p.writes, p.world.name, p.parent_name)  # merged result
     merged = [
         (o.change.t, key, o.change.theirs, o.result) for o, (_n, key, _b, _a) in zip(p.writes, undo)
@@ -411,15 +409,47 @@ def _apply(db: Database, p: Plan) -> list[tuple]:
     return undo
 
 
-def _write(p: Plan, o: Outcome) -> tuple:
+def _write_all(p: Plan) -> list[tuple]:
+    """Each of the merge's rows, in the plan's order; a row whose unique value another row
+    still holds (the world moved values between rows: row 1 takes row 2's, row 2 another)
+    waits, and is tried again once the others are written, until none moves on."""
+    done: dict[int, tuple] = {}
+    waiting = list(enumerate(p.writes))
+    while waiting:
+        clashed = []
+        for i, o in waiting:
+            try:
+                done[i] = _write(p, o, last=False)
+            except _Clash:
+                clashed.append((i, o))
+        if len(clashed) == len(waiting):  # (no row moved on: the clash is real)
+            for _i, o in clashed:
+                _write(p, o, last=True)  # (raises the first one's rule)
+        waiting = clashed
+    return [done[i] for i in range(len(p.writes))]
+
+
+class _Clash(Exception):
+    """A row's unique value is still another row's (it may be free after the rest)."""
+
+
+def _write(p: Plan, o: Outcome, last: bool = True) -> tuple:
     """One row of the merge on the parent: (table id, key there, row before, row after)."""
     c = o.change
     try:
         # a row new to a table without a primary key takes a rowid of its own
         key = write_row(
-            p.parent, c.n, c.t, c.key, o.result, c.t.key_kind == "rowid" and c.base is None
+            p.parent,
+            c.n,
+            c.t,
+            c.key,
+            o.result,
+            c.t.key_kind == "rowid" and c.base is None,
+            abort=True,
         )
     except apsw.ConstraintError as exc:
+        if not last and "UNIQUE" in str(exc):
+            raise _Clash from None
         described = errors.from_sqlite(exc)
         raise ChronosError(
             f"merging {p.world.name} into {p.parent_name} would break a rule: "

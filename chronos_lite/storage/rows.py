@@ -58,13 +58,17 @@ def write_row(
     key: tuple,
     row: dict | None,
     fresh_rowid: bool = False,
+    abort: bool = False,
 ) -> tuple | None:
     """Make the branch's row at ``key`` be ``row`` (None: no row), in the caller's transaction:
     an UPDATE where the row is there (ON DELETE CASCADE and delete triggers must not see it go),
     else an INSERT under its key. ``fresh_rowid``: a new row of a table without a primary key
     takes a rowid of its own (the one it had may name an unrelated row here). Returns the row's
-    key on the branch (None: a fresh rowid on a world, not known)."""
+    key on the branch (None: a fresh rowid on a world, not known). ``abort``: a broken rule
+    fails the statement alone, whatever the table's own ON CONFLICT says (the caller may try
+    it again after the rest)."""
     conn = session.conn
+    verb = " or abort" if abort else ""
     source, rowid_col = _source(session, n, t, write=True)
     where = _key_condition(t, rowid_col)
     if row is None:
@@ -73,7 +77,9 @@ def write_row(
     values = {k: v for k, v in row.items() if k not in t.generated}
     if not fresh_rowid and conn.execute(f"select 1 from {source} where {where}", key).fetchone():
         sets = ", ".join(f"{quote_ident(k)} = ?" for k in values)
-        conn.execute(f"update {source} set {sets} where {where}", [*values.values(), *key])
+        conn.execute(
+            f"update{verb} {source} set {sets} where {where}", [*values.values(), *key]
+        )
         return key
     cols = [quote_ident(k) for k in values]
     args = list(values.values())
@@ -81,7 +87,7 @@ def write_row(
         cols.append(rowid_col)
         args.append(key[0])
     marks = ", ".join("?" for _ in cols)
-    conn.execute(f"insert into {source}({', '.join(cols)}) values ({marks})", args)
+    conn.execute(f"insert{verb} into {source}({', '.join(cols)}) values ({marks})", args)
     if fresh_rowid:
         return (conn.last_insert_rowid(),) if session.world is None else None
     return key
