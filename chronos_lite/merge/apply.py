@@ -21,15 +21,13 @@ from .. import errors
 from ..errors import ChronosError
 from ..render import blob_json
 from ..storage import events, lifecycle, worlds, worldsql
-from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.rows import write_row
-from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
+from ..storage.shadow import SEQ, history_table
 from ..storage.spelling import db_row, find_in, parse_id, split_key
 from ..storage.worlds import World
-from ..storage.worldsql import CTX, remember_entry
-from . import checks, replica
+from . import checks, partial, replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 from .gate import Gate, judge
@@ -374,7 +372,7 @@ def merge(
             if not p.partial:
                 lifecycle.finish(conn, world.id, state="merged")
             elif not p.other:
-                _remember_merged(db, p)
+                partial.remember_merged(db, p)
             worlds.mark_merging(conn, world, False)
             if p.parent.world is not None:
                 worlds.bump_version(conn, p.parent.world)
@@ -497,50 +495,6 @@ def _blob(value: object) -> object:
     if isinstance(value, bytes):
         return blob_json(value)
     raise TypeError(f"can't keep {type(value).__name__} for undo")
-
-
-def _remember_merged(db: Database, p: Plan) -> None:
-    """After a partial merge the world stays open. For each merged row, what the parent now
-    holds becomes the row's base (frozen copy, world -id), stamped with the parent's position
-    after the merge so the merge itself never reads as the parent changing it; and the world's
-    own row becomes the same (a combined or kept-as-theirs row settles the world too), so it is
-    no longer a change. When that changes the world's row, the entry gets a new stamp on the
-    world clock: for worlds forked from this one, their parent did write the row."""
-    conn = p.parent.conn
-    world_stamp = events.tick(conn)
-    # (the tables as the merge left them: a column it renamed on main is stored so now)
-    now = {n: t for n, t in db.tables_for(p.world, conn).values()}
-    for o in p.outcomes:
-        c = o.change
-        if o.outcome == "conflict":
-            continue
-        t = now.get(c.n, c.t)
-        if p.parent.world is None:
-            last = f"select coalesce(max({SEQ}), 0) from main.{history_table(c.n)}"
-            stamp = one_row(conn.execute(last))[0]
-        else:
-            stamp = one_row(conn.execute(f"select seq from {CTX}"))[0]
-        merged = o.result if o.write else c.theirs
-        _put_entry(conn, c, t, -p.world.id, merged, stamp)
-        if merged != c.ours:  # the world's row changes: it did write it, for its children
-            _put_entry(conn, c, t, p.world.id, merged, world_stamp)
-            db.invalidate(p.world.id)
-
-
-def _put_entry(
-    conn: apsw.Connection, c: Change, t: TableInfo, world: int, row: dict | None, seq: int
-) -> None:
-    if world > 0:  # the world's own row changes: its history keeps what it was
-        remember_entry(conn, t, c.n, world, c.key, seq)
-    o = f"main.{overlay_table(c.n)}"
-    keys = [t.col(k) for k in t.key_cols]
-    cols = [t.col(k) for k in t.column_names if k not in t.key_cols]
-    values = [None if row is None else row.get(k) for k in t.column_names if k not in t.key_cols]
-    conn.execute(
-        f"insert or replace into {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(keys + cols)}) "
-        f"values (?, ?, ?, {', '.join('?' for _ in keys + cols)})",
-        [world, seq, int(row is None), *c.key, *values],
-    )
 
 
 def _combination_error(name: str, p: Plan | None, exc: apsw.ConstraintError) -> ChronosError:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import render
-from ..errors import REFUSED, ChronosError
 from ..merge import apply as merge_apply
 from ..merge.gate import Gate
 from ..merge.policy import Held, Hold, because
@@ -19,6 +18,7 @@ from ..storage import mode as db_mode
 from ..storage.db import Database
 from ..storage.mergepolicies import Policy
 from .registry import Caller, Reply, operation
+from .rules import draft
 
 COLUMNS = [
     "name",
@@ -31,6 +31,7 @@ COLUMNS = [
     "other rules",
     "created",
 ]
+POLICIES = "merge policies"
 _SHOWN = {"max_rows", "max_deletes", "tables", "review_tables", "schema", "overwrite"}
 
 
@@ -146,7 +147,7 @@ def set_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
     conn = db.main.conn
     if caller.mode == "safe":
         exists = mergepolicies.find(conn, name) is not None
-        raise _draft(db, policy_sql(name, _checked(db, given), exists, keeping))
+        raise draft(db, policy_sql(name, _checked(db, given), exists, keeping), POLICIES)
     with db.write(conn):
         rules = _checked(db, given)
         for agent in keeping:
@@ -177,7 +178,7 @@ def set_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
 def drop_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
     name, release = args["name"], bool(args.get("release_agents"))
     if caller.mode == "safe":
-        raise _draft(db, f"DROP MERGE POLICY {name}{' CASCADE' if release else ''};")
+        raise draft(db, f"DROP MERGE POLICY {name}{' CASCADE' if release else ''};", POLICIES)
     with db.write(db.main.conn):
         policy, released = mergepolicies.drop(db.main.conn, name, release)
     text = f"dropped merge policy {policy.name}"
@@ -206,14 +207,6 @@ def _sql_value(v: Any) -> str:
         return str(v)
     text = ", ".join(v) if isinstance(v, list) else str(v)
     return "'" + text.replace("'", "''") + "'"
-
-
-def _draft(db: Database, sql: str) -> ChronosError:
-    return ChronosError(
-        f"safe mode: agents can't change merge policies, so nothing changed; a person runs "
-        f"this SQL (in `chronos {db.folder}`, the shell, or with its sql): {sql}",
-        REFUSED,
-    )
 
 
 @operation(

@@ -51,8 +51,14 @@ def gate_for(db: Database, name: str, caller: Caller) -> Gate:
         policy = mergepolicies.policy_of(conn, caller.name)
         if policy is not None or caller.production:
             return Gate(hold=Hold(caller.name, policy, caller.production))
-    owners = mergepolicies.policy_of(conn, world.owner)
-    return Gate(confirm_over=owners.rules["confirm_deletes_over"] if owners else None)
+    return Gate(confirm_over=_confirm_over(db, world.owner))
+
+
+def _confirm_over(db: Database, owner: str) -> int | None:
+    """The confirm_deletes_over of the policy a world's owner keeps to (a person's merge of
+    more deletes names their count)."""
+    policy = mergepolicies.policy_of(db.main.conn, owner)
+    return policy.rules["confirm_deletes_over"] if policy else None
 
 
 def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) -> str | None:
@@ -223,8 +229,7 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
         )
     _need_reviewer(db, r, world.name, caller)
     if verdict == "approve":
-        owners = mergepolicies.policy_of(conn, world.owner)
-        over = owners.rules["confirm_deletes_over"] if owners else None
+        over = _confirm_over(db, world.owner)
         p = merge_apply.merge(
             db,
             world.name,

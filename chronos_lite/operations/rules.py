@@ -65,7 +65,7 @@ def set_merge_check_op(db: Database, args: dict, caller: Caller) -> Reply:
     name, query = args["name"], args["query"].strip().rstrip(";").strip()
     tables, timeout = args.get("tables") or None, args["timeout_ms"]
     if caller.mode == "safe":
-        raise _draft(db, _create_sql(name, query, tables, timeout))
+        raise draft(db, _create_sql(name, query, tables, timeout))
     statements = sqltext.split_statements(query)
     if len(statements) != 1:
         raise ChronosError(
@@ -97,7 +97,7 @@ def set_merge_check_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def drop_merge_check_op(db: Database, args: dict, caller: Caller) -> Reply:
     if caller.mode == "safe":
-        raise _draft(db, f"DROP MERGE CHECK {args['name']};")
+        raise draft(db, f"DROP MERGE CHECK {args['name']};")
     with db.write(db.main.conn):
         mergechecks.drop(db.main.conn, args["name"])
     return Reply(f"dropped merge check {args['name']}", {"name": args["name"], "dropped": True})
@@ -127,9 +127,10 @@ def _quoted(name: str) -> str:
     return name if plain and name == name.lower() else sqltext.quote_ident(name)
 
 
-def _draft(db: Database, sql: str) -> ChronosError:
+def draft(db: Database, sql: str, what: str = "merge checks") -> ChronosError:
+    """Safe mode's reply to a rule setter: nothing changed, and the SQL for a person."""
     return ChronosError(
-        f"safe mode: agents can't change merge checks, so nothing changed; a person runs this "
+        f"safe mode: agents can't change {what}, so nothing changed; a person runs this "
         f"SQL (in `chronos {db.folder}`, the shell, or with its sql): {sql}",
         REFUSED,
     )

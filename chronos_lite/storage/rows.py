@@ -77,9 +77,7 @@ def write_row(
     values = {k: v for k, v in row.items() if k not in t.generated}
     if not fresh_rowid and conn.execute(f"select 1 from {source} where {where}", key).fetchone():
         sets = ", ".join(f"{quote_ident(k)} = ?" for k in values)
-        conn.execute(
-            f"update{verb} {source} set {sets} where {where}", [*values.values(), *key]
-        )
+        conn.execute(f"update{verb} {source} set {sets} where {where}", [*values.values(), *key])
         return key
     cols = [quote_ident(k) for k in values]
     args = list(values.values())
