@@ -420,3 +420,15 @@ def test_a_reviewer_cant_confirm_deletes_over_the_line(crm):
         lead = Caller.for_agent(crm, "lead")
         crm.call("review", lead, branch="d", verdict="approve", reason="ok")
     assert crm.call("merge", branch="d", confirm_deletes=1).text.startswith("merged 1 change")
+
+
+def test_a_tenant_condition_only_reads_rows(crm):
+    """It may not read other branches or chronos' own tables: the merge is refused, saying so."""
+    crm.call("fork", name="peek", meta={"tenant": "exists (select 1 from chronos_worlds)"})
+    crm.sql("update leads set status = 'x' where id = 1", branch="peek")
+    with pytest.raises(ChronosError, match="declared tenant .* can't be read on leads's rows"):
+        crm.call("merge", branch="peek")
+    crm.call("set_meta", branch="peek", meta={"tenant": "(select count(*) from _chronos_agents)"})
+    with pytest.raises(ChronosError, match="can't be read on leads's rows"):
+        crm.call("merge", branch="peek")
+    assert crm.query("select status from leads where id = 1") == [{"status": "new"}]

@@ -20,7 +20,7 @@ from ..storage.fetch import all_rows
 from .policy import Counts, rows_text
 
 KEYS = ("may_change", "tenant", "max_rows", "max_deletes")
-READ_ONLY = guard.Access(write=False, settings=False)
+READ_ONLY = guard.Access(write=False, settings=False, branches=False)  # (rows only)
 TENANT_TIMEOUT_MS = 1000
 _CHUNK = 200
 
