@@ -222,6 +222,24 @@ def test_merge_at_a_version_the_world_has_left_is_refused(term, shop):
     assert names(shop) == ["Ada"] and names(shop, "task-1") == ["Ada X."]
 
 
+def test_a_person_reviews_and_approves_an_agents_held_merge_in_the_shell(term, shop):
+    rights = ["read", "fork", "write_own", "write_main", "merge_own"]
+    shop.call("agent", action="create", name="bot", rights=rights)
+    shop.sql("CREATE MERGE POLICY small WITH (max_rows = 0)")
+    shop.sql("ALTER AGENT bot SET (policy = small)")
+    bot = chronos_lite.Caller.for_agent(shop, "bot")
+    shop.call("fork", bot, name="bot-1")
+    shop.call("sql", bot, branch="bot-1", sql="update users set name = 'Ada B.'")
+    with pytest.raises(chronos_lite.ChronosError, match="it's queued"):
+        shop.call("merge", bot, branch="bot-1")
+    keys = typed("SHOW REVIEWS;", "MERGE WORLD bot-1 AT VERSION 1;", "\\q")
+    assert term.run(keys) == 0
+    shown = term.out.getvalue()
+    assert "merge policy small: it changes 1 row (at most 0)" in shown
+    assert "merged 1 change from bot-1 into main" in shown
+    assert names(shop) == ["Ada B."]
+
+
 # --- 2. multi-line input ---------------------------------------------------------------------
 
 
