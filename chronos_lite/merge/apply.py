@@ -352,13 +352,6 @@ def merge(
                 raise schema_conflict_error(world, p.parent_name, clashes)
             if p.conflicts and not gate.dry:  # (a dry run judges the rest: they aren't a rule)
                 raise conflict_error(p)
-            deletes = p.deletes
-            if confirm_deletes is not None and confirm_deletes != deletes:
-                raise ChronosError(
-                    f"confirm_deletes is {confirm_deletes}, but merging {name} deletes "
-                    f"{deletes} row{'s' if deletes != 1 else ''}; nothing was merged",
-                    errors.BAD_ARGUMENT,
-                )
             held = judge(db, p, gate, confirm_deletes)
             before = events.positions(conn, db.tables()) if session.world is None else None
             apply_steps(db, world, session, p.schema)
@@ -421,8 +414,9 @@ def _write_all(p: Plan) -> list[tuple]:
             except _Clash:
                 clashed.append((i, o))
         if len(clashed) == len(waiting):  # (no row moved on: the clash is real)
-            for _i, o in clashed:
-                _write(p, o, last=True)  # (raises the first one's rule)
+            for i, o in clashed:
+                done[i] = _write(p, o, last=True)  # (the first one raises its rule)
+            break
         waiting = clashed
     return [done[i] for i in range(len(p.writes))]
 

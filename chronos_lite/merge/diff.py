@@ -33,14 +33,22 @@ class Diff:
         """Deletes first (what each table loses), then updates, then inserts."""
         return sorted(self.changes, key=lambda c: (ORDER[c.kind], c.table, c.key))
 
-    def summary(self) -> str:
+    def per_table(self, deletes_first: bool = False) -> list[str]:
+        """``table: 1 deleted, 2 updated, 0 inserted`` per table, by name (``deletes_first``:
+        the tables that lose rows first, most first)."""
         counts: dict[str, Counter] = {}
         for c in self.changes:
             counts.setdefault(c.table, Counter())[c.kind] += 1
-        parts = [
+        order = sorted(counts.items())
+        if deletes_first:
+            order.sort(key=lambda kv: -kv[1]["delete"])
+        return [
             f"{table}: {k['delete']} deleted, {k['update']} updated, {k['insert']} inserted"
-            for table, k in sorted(counts.items())
+            for table, k in order
         ]
+
+    def summary(self) -> str:
+        parts = self.per_table()
         if self.schema:
             done = Counter((s.op.kind, s.table, _named(s)) for s in self.schema)
             words = [_schema_words(k, t, name, n) for (k, t, name), n in done.items()]

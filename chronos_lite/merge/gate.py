@@ -31,9 +31,16 @@ class Gate:
 
 
 def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list[str]:
-    """The reasons the plan is held for, before its rows apply (a person's merge outside its
-    world's declared scope, or not naming deletes over confirm_deletes_over, is refused)."""
+    """The reasons the plan is held for, before its rows apply (a merge naming a wrong count
+    of deletes, a person's merge outside its world's declared scope, or not naming deletes
+    over confirm_deletes_over, is refused)."""
     deletes = p.deletes
+    if confirm_deletes is not None and confirm_deletes != deletes:
+        raise ChronosError(
+            f"confirm_deletes is {confirm_deletes}, but merging {p.world.name} deletes "
+            f"{deletes} row{'s' if deletes != 1 else ''}; nothing was merged",
+            errors.BAD_ARGUMENT,
+        )
     over = gate.confirm_over
     if over is not None and deletes > over and gate.reviewer:
         raise ChronosError(

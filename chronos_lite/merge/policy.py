@@ -29,8 +29,8 @@ class Hold:
     production: bool = False
 
     @property
-    def label(self) -> str:
-        return f"merge policy {self.policy.name}" if self.policy else ""
+    def policy_name(self) -> str | None:
+        return self.policy.name if self.policy else None
 
 
 class Held(ChronosError):
@@ -38,22 +38,25 @@ class Held(ChronosError):
 
     def __init__(self, name: str, hold: Hold | None, reasons: list[str], version: int) -> None:
         self.name, self.hold, self.reasons, self.version = name, hold, reasons, version
-        super().__init__(f"merging {name} needs a person's review ({because(hold, reasons)})")
-        self.code = REFUSED
+        policy = hold.policy_name if hold else None
+        super().__init__(
+            f"merging {name} needs a person's review ({because(policy, reasons)})", REFUSED
+        )
 
 
-def because(hold: Hold | None, reasons: list[str]) -> str:
-    """``merge policy small: it changes 5 rows (at most 2); it deletes 1 row (at most 0)``."""
+def because(policy: str | None, reasons: list[str], under: str = "") -> str:
+    """``merge policy small: it changes 5 rows (at most 2); it deletes 1 row (at most 0)``:
+    the rules' reasons under their policy's name (``under``: another name for them)."""
     rules = "; ".join(r for r in reasons if r != PRODUCTION)
     parts = [PRODUCTION] if PRODUCTION in reasons else []
+    label = under or (f"merge policy {policy}" if policy else "")
     if rules:
-        label = hold.label if hold is not None else ""
         parts.append(f"{label}: {rules}" if label else rules)
     return "; ".join(parts)
 
 
-def rows_text(n: int, what: str = "row") -> str:
-    return f"{n} {what}{'s' if n != 1 else ''}"
+def rows_text(n: int) -> str:
+    return f"{n} row{'s' if n != 1 else ''}"
 
 
 @dataclass

@@ -135,8 +135,8 @@ def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
         for row in (c.theirs, o.result):
             if row is not None:
                 by_table.setdefault(c.table, []).append((c, row))
-    for table, rows in by_table.items():
-        t = next(o.change.t for o in p.writes if o.change.table == table)
+    for rows in by_table.values():
+        t = rows[0][0].t  # (the table's, as every change of it has)
         for start in range(0, len(rows), _CHUNK):
             chunk = rows[start : start + _CHUNK]
             bad = _outside_tenant(db, p, t, tenant, chunk)

@@ -38,24 +38,19 @@ def effective(rights: Iterable[str]) -> frozenset[str]:
     return frozenset(agents.RIGHTS) if "admin" in given else given
 
 
-def listed(name: str, rights: frozenset[str]) -> bool:
-    """The spec's table: the tools an agent sees only with these rights."""
+def listed(name: str, caller: Caller) -> bool:
+    """The spec's table: the tools an agent sees only with these rights (and never undo_merge
+    while it keeps to a merge policy)."""
+    rights = caller.rights
     if name == "merge":
         return bool({"merge", "merge_own"} & rights)
     if name in ("restore", "rollback"):
         return "restore" in rights
     if name == "undo_merge":
-        return "admin" in rights or {"restore", "merge"} <= rights
+        return caller.policy is None and ("admin" in rights or {"restore", "merge"} <= rights)
     if name in RULE_SETTERS:
         return "admin" in rights
     return True
-
-
-def listed_for(name: str, caller: Caller) -> bool:
-    """``listed``, and never undo_merge for an agent keeping to a merge policy."""
-    if name == "undo_merge" and caller.policy is not None:
-        return False
-    return listed(name, caller.rights)
 
 
 def writes_main(caller: Caller) -> bool:

@@ -106,22 +106,18 @@ def check_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
     base = mergepolicies.get(conn, args["name"]) if args.get("name") else None
     rules = _checked(db, args.get("rules") or {})
     rules = {**(base.rules if base else mergepolicies.DEFAULTS), **rules}
-    label = base.name if base else "(the rules given)"
-    policy = Policy(label, rules, 0.0, 0.0)
-    hold = Hold(world.owner, policy)
+    hold = Hold(world.owner, Policy(base.name if base else "", rules, 0.0, 0.0))
     reasons: list[str] = []
     try:
         merge_apply.merge(db, name, merge_apply.Options(), gate=Gate(hold=hold, dry=True))
     except Held as held:
         reasons = held.reasons
     under = f"merge policy {base.name}" if base else "those rules"
-    if not reasons:
-        text = f"{name}'s merge would go through on its own under {under}"
-    else:
-        text = f"{name}'s merge would wait for a person under {because(hold, reasons)}"
-        if not base:
-            text = f"{name}'s merge would wait for a person under those rules: "
-            text += "; ".join(reasons)
+    text = (
+        f"{name}'s merge would wait for a person under {because(None, reasons, under)}"
+        if reasons
+        else f"{name}'s merge would go through on its own under {under}"
+    )
     return Reply(text, {"branch": name, "held": bool(reasons), "reasons": reasons})
 
 

@@ -65,11 +65,9 @@ _APPLIES = {  # (jsonschema applies each keyword to values of its own type only)
 
 
 def _for_type(spec: dict, kind: str) -> dict:
-    """``spec`` as one of its types sees it: without the keywords for the others."""
-    others = set().union(*(v for k, v in _APPLIES.items() if k != kind))
-    return {k: v for k, v in spec.items() if k not in others - _APPLIES.get(kind, set())} | {
-        "type": kind
-    }
+    """``spec`` as one of its types sees it: without the keywords only the others take."""
+    foreign = set().union(*_APPLIES.values()) - _APPLIES.get(kind, set())
+    return {**{k: v for k, v in spec.items() if k not in foreign}, "type": kind}
 
 
 def _value_check(spec: dict) -> Check | None:

@@ -74,7 +74,8 @@ def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) 
         merge_apply.merge(db, name, opts, gate=Gate(hold=gate.hold, dry=True))
     except Held as held:
         if held.reasons:
-            return f"merging {name} would wait for a person ({because(held.hold, held.reasons)})"
+            policy = held.hold.policy_name if held.hold else None
+            return f"merging {name} would wait for a person ({because(policy, held.reasons)})"
     except ChronosError:
         return None  # (the preview's rows show why it would be refused)
     return None
@@ -101,7 +102,7 @@ def check_scope(db: Database, meta: dict, caller: Caller, forking: bool = False)
 def queued(db: Database, held: Held, caller: Caller) -> ChronosError:
     """Queue the held merge for a person (its own short write); the refusal the agent gets."""
     world = db.world(held.name)
-    policy = held.hold.policy.name if held.hold and held.hold.policy else None
+    policy = held.hold.policy_name if held.hold else None
     with db.write(db.main.conn) as conn:
         reviews.queue(conn, world.id, caller.name, policy, held.reasons, held.version)
     return ChronosError(
@@ -128,16 +129,10 @@ class Waiting(ChronosError):
 def _waits(db: Database, name: str, r: Review, doing: str = "merge") -> Waiting:
     return Waiting(
         f"{name} waits in reviews for a person (asked {moments.show_moment(r.asked)}: "
-        f"{because(_hold_of(r), r.reasons)}): an agent can't {doing} it; a person merges it "
+        f"{because(r.policy, r.reasons)}): an agent can't {doing} it; a person merges it "
         f"(chronos {db.folder} merge {name} --version {r.version}) or discards it",
         REFUSED,
     )
-
-
-def _hold_of(r: Review) -> Hold | None:
-    if r.policy is None:
-        return None
-    return Hold(r.agent, mergepolicies.Policy(r.policy, {}, 0.0, 0.0))
 
 
 @operation(
@@ -153,18 +148,18 @@ def _hold_of(r: Review) -> Hold | None:
 )
 def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
     held = reviews.listing(db.main.conn)
+    open_worlds = {w.id: w for w in db.worlds()}
     rows, data = [], []
     for r in held:
-        world = next(w for w in db.worlds() if w.id == r.world)
-        d = merge_diff.diff(db, world.name)
-        changes = _changes(d)
+        world = open_worlds[r.world]
+        changes = _changes(merge_diff.diff(db, world.name))
         declared = scope.declared(world.meta, shown=True)
         verdict = f"{r.verdict} by {r.reviewer}: {r.reason}" if r.verdict else ""
         row = [
             world.name,
             world.owner,
             r.policy or "(production mode)",
-            because(_hold_of(r), r.reasons),
+            because(r.policy, r.reasons),
             moments.show_moment(r.asked),
             r.version,
             "yes" if world.version != r.version else "no",
@@ -194,14 +189,7 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
 
 def _changes(d: Any) -> str:
     """Per table, deleted, updated and inserted (tables that delete first)."""
-    counts: dict[str, dict[str, int]] = {}
-    for c in d.changes:
-        counts.setdefault(c.table, {"delete": 0, "update": 0, "insert": 0})[c.kind] += 1
-    ordered = sorted(counts.items(), key=lambda kv: (-kv[1]["delete"], kv[0]))
-    parts = [
-        f"{t}: {k['delete']} deleted, {k['update']} updated, {k['insert']} inserted"
-        for t, k in ordered
-    ]
+    parts = d.per_table(deletes_first=True)
     if d.schema:
         parts.insert(0, f"schema: {len(d.schema)} change{'s' if len(d.schema) != 1 else ''}")
     return "; ".join(parts) or "none"

@@ -58,7 +58,7 @@ def listed(op: Operation, caller: Caller) -> bool:
     if not op.mcp:
         return False
     if caller.mode == "agent":
-        return agentrights.listed_for(op.name, caller)
+        return agentrights.listed(op.name, caller)
     return caller.mode != "safe" or op.name not in PERSON_ONLY
 
 

@@ -251,14 +251,19 @@ def _third_word(form: Form) -> str:
     return form.head[2].items[0].words[0]
 
 
+def _items(value: Any) -> Any:
+    """A list the statement writes as one string, ``'read, fork'``: its items."""
+    if not isinstance(value, str):
+        return value  # (the operation's schema says what it takes)
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
 def _policy_args(args: dict[str, Any]) -> dict[str, Any]:
     """A merge policy statement's arguments: its name, and its list as the rules."""
     rules = {}
     for key, value in args.get("meta", {}).items():
         key = key.lower()
-        if key in LIST_RULES and isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        rules[key] = value
+        rules[key] = _items(value) if key in LIST_RULES else value
     return {"name": args["name"], **({"rules": rules} if "meta" in args else {})}
 
 
@@ -267,8 +272,8 @@ def _agent_args(action: str, args: dict[str, Any]) -> dict[str, Any]:
     out = {"action": action, **{k: v for k, v in args.items() if k != "meta"}}
     for key, value in args.get("meta", {}).items():
         key = key.lower()
-        if key == "rights" and isinstance(value, str):
-            value = [r.strip() for r in value.split(",") if r.strip()]
+        if key == "rights":
+            value = _items(value)
         if key == "enabled":
             if not isinstance(value, bool):
                 raise ChronosError(f"enabled is true or false, not {value!r}", BAD_ARGUMENT)
