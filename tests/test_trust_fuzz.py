@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
 
@@ -38,11 +38,17 @@ STDIO_EXAMPLES = max(5, EXAMPLES // 25)
 
 # Findings still open (fixes under way on other branches): each skips its one check. Remove a
 # name once its fix is merged; the test then holds the engine to it.
-KNOWN_OPEN: set[str] = set()
+KNOWN_OPEN: set[str] = {
+    "restore_main",
+    "review_columns/rename",
+    "check/rename",
+    "own_review",
+    "production_review",
+}
 
 # --- the grammar ---------------------------------------------------------------------------------
 
-WORLDS = ["w1", "w2", "w3"]
+WORLDS = ["w1", "w2", "w3", "w4", "w5"]
 TABLE_RENAMES = {"goods": "items", "memos": "notes"}  # a world's new name -> main's
 COLUMN_RENAMES = {("items", "title"): "name"}
 WORLD_SQL = [
@@ -64,6 +70,10 @@ WORLD_SQL = [
     "alter table items drop column name",
     "alter table items drop column qty",
     "alter table items add column extra int",
+    "alter table items rename column name to title; update items set title = 't' where id = 2",
+    "alter table items rename to goods; update goods set qty = 150 where id = 3",
+    "alter table items rename to goods; update goods set name = 'g' where id = 1",
+    "alter table notes rename to memos; update memos set body = 'm' where id = 1",
 ]
 MAIN_SQL = [  # a person's writes to main: the check never finds rows after them
     "update items set qty = 7 where id = 1",
@@ -76,37 +86,52 @@ SCOPES = [None, {"may_change": "items.qty"}, {"may_change": "items"}, {"tenant":
 META = [{"may_change": None, "tenant": None}, {"may_change": "items, notes"}, {"tenant": "1"}]
 CHECK = "select id from items where qty > 100"
 # the agent reaching main other than by a merge (only rollback to 'start' needs setup)
-ON_MAIN = [
-    ("restore", {"branch": "main", "at": "-1 hours"}),
-    ("rollback", {"branch": "main", "checkpoint": "start"}),
-    ("undo_agent", {"agent": "owner", "since": "-1 hours"}),
-    ("undo_agent", {"agent": "bot", "since": "-1 hours"}),
-    ("undo_merge", {"branch": "w1"}),
-    ("put", {"table": "items", "id": "1", "record": {"id": 1, "grp": 1, "name": "x", "qty": 0}}),
-    ("delete", {"table": "notes", "id": "1"}),
-    ("sql", {"sql": "update items set qty = 0"}),
-    ("sql", {"sql": "RESTORE WORLD main AT '-1 hours'"}),
-    ("sql", {"sql": "UNDO AGENT owner SINCE '-1 hours'"}),
+ON_MAIN = [  # (operation, arguments, the finding's name if main changes)
+    ("restore", {"branch": "main", "at": "-1 hours"}, "restore_main"),
+    ("rollback", {"branch": "main", "checkpoint": "start"}, "restore_main"),
+    ("undo_agent", {"agent": "owner", "since": "-1 hours"}, "restore_main"),
+    ("undo_agent", {"agent": "bot", "since": "-1 hours"}, "restore_main"),
+    ("undo_merge", {"branch": "w1"}, "restore_main"),
+    ("sql", {"sql": "RESTORE WORLD main AT '-1 hours'"}, "restore_main"),
+    ("sql", {"sql": "UNDO AGENT owner SINCE '-1 hours'"}, "restore_main"),
+    ("put", {"table": "items", "id": "1", "record": {"id": 1, "grp": 1, "name": "x"}}, "write"),
+    ("delete", {"table": "notes", "id": "1"}, "write"),
+    ("sql", {"sql": "update items set qty = 0"}, "write"),
+    ("insert", {"table": "notes", "file": "NOTES_CSV"}, "write"),
 ]
 
-world = st.sampled_from(WORLDS)
+world = st.integers(0, 3)  # one of the worlds open then (in the order they were forked)
 merge_args = st.one_of(
-    st.just({}),
+    *[st.just({})] * 4,
     st.sampled_from([{"resolve": "ours"}, {"resolve": "theirs"}, {"into": "main"}]),
     st.builds(lambda w: {"into": w}, world),
     st.sampled_from([{"only_tables": ["items"]}, {"only_tables": ["notes"]}]),
     st.sampled_from([{"only_keys": ["items/1"]}, {"only_keys": ["items/2", "notes/1"]}]),
     st.just({"rows": {"items/1": "ours", "items/2": "ours"}, "resolve": "ours"}),
 )
+# a task from start to end: the bot forks a world from main, writes it, and merges it (main
+# changed meanwhile, a rebase, its meta changed, a review of the held merge: each may happen)
+episode = st.tuples(
+    st.just("episode"),
+    st.fixed_dictionaries(
+        {"sql": st.lists(st.sampled_from(WORLD_SQL), min_size=1, max_size=3), "merge": merge_args},
+        optional={
+            "scope": st.sampled_from(SCOPES[1:]),
+            "main": st.sampled_from(MAIN_SQL),
+            "rebase": st.sampled_from(["ours", "theirs"]),
+            "meta": st.sampled_from(META),
+            "review": st.sampled_from(["bot", "lead"]),
+        },
+    ),
+)
 step = st.one_of(
-    st.tuples(st.just("fork"), st.sampled_from(["bot", "bot", "owner"]), world,
-              st.sampled_from(["main", "main", *WORLDS]), st.sampled_from(SCOPES)),
-    st.tuples(st.just("write"), world, st.sampled_from(WORLD_SQL)),
-    st.tuples(st.just("write"), world, st.sampled_from(WORLD_SQL)),
+    *[episode] * 4,
+    st.tuples(st.just("fork"), st.sampled_from(["bot", "bot", "owner"]), st.integers(-3, 2),
+              st.sampled_from(SCOPES)),  # (from main, or from an open world)
+    *[st.tuples(st.just("write"), world, st.sampled_from(WORLD_SQL))] * 5,
     st.tuples(st.just("main_write"), st.sampled_from(MAIN_SQL)),
     st.tuples(st.just("rebase"), world, st.sampled_from(["fail", "ours", "theirs"])),
-    st.tuples(st.just("merge"), world, merge_args),
-    st.tuples(st.just("merge"), world, merge_args),
+    *[st.tuples(st.just("merge"), world, merge_args)] * 3,
     st.tuples(st.just("set_meta"), world, st.sampled_from(META)),
     st.tuples(st.just("on_main"), st.sampled_from(range(len(ON_MAIN)))),
     st.tuples(st.just("own_history"), world, st.sampled_from(["checkpoint", "rollback", "restore"])),
@@ -116,29 +141,33 @@ step = st.one_of(
     st.tuples(st.just("mode"), st.sampled_from(["production", "development"])),
 )  # fmt: skip
 rules = st.fixed_dictionaries(
-    {},
-    optional={
-        "max_rows": st.sampled_from([None, 0, 1, 2, 4]),
-        "max_deletes": st.sampled_from([None, 0, 1, 2]),
-        "rows_per_hour": st.sampled_from([None, 2, 5]),
-        "deletes_per_hour": st.sampled_from([None, 0, 1]),
+    {
+        "max_rows": st.sampled_from([None, None, 0, 1, 2, 4]),
+        "max_deletes": st.sampled_from([None, None, 0, 1, 2]),
+        "rows_per_hour": st.sampled_from([None, None, None, 2, 5]),
+        "deletes_per_hour": st.sampled_from([None, None, None, 0, 1]),
         "max_age": st.sampled_from([None, "1h"]),
-        "tables": st.sampled_from([[], ["items"], ["notes"], ["items", "notes"]]),
-        "review_tables": st.sampled_from([[], ["items"], ["notes"]]),
+        "tables": st.sampled_from([[], [], ["items"], ["notes"], ["items", "notes"]]),
+        "review_tables": st.sampled_from([[], [], ["items"], ["notes"]]),
         "review_columns": st.sampled_from([[], ["items.name"], ["items.qty"], ["notes.body"]]),
-        "schema": st.booleans(),
+        "schema": st.sampled_from([True, True, True, False]),
         "overwrite": st.booleans(),
         "require_scope": st.booleans(),
-        "confirm_deletes_over": st.sampled_from([None, 0, 1, 2]),
+        "confirm_deletes_over": st.sampled_from([None, None, None, 0, 1, 2]),
         "reviewer": st.sampled_from([None, "lead", "bot"]),
     },
 )
 config = st.fixed_dictionaries(
     {
         "rules": st.one_of(st.none(), rules, rules),
-        "production": st.sampled_from([False, False, True]),
+        "production": st.sampled_from([False, False, False, True]),
         "check": st.sampled_from([None, [], ["items"]]),  # none; on every merge; on items'
-        "rights": st.sets(st.sampled_from(["write_main", "merge_own", "merge", "restore"])),
+        "scope": st.sampled_from(SCOPES),  # w1's, the bot's world forked first
+        "rights": st.one_of(
+            st.just({"write_main", "merge_own", "merge", "restore"}),
+            st.just({"write_main", "merge_own", "merge", "restore"}),
+            st.sets(st.sampled_from(["write_main", "merge_own", "merge", "restore"])),
+        ),
     }
 )
 
@@ -186,6 +215,12 @@ class Changes:
     keys: set[tuple[str, Any]] = field(default_factory=set)
     pairs: list[tuple[dict | None, dict | None]] = field(default_factory=list)  # before, after
     schema: bool = False
+    renamed: bool = False  # a table or column of main's has another name now
+    dropped: bool = False  # a column of main's is gone
+
+    def finding(self, rule: str) -> str:
+        """The rule's name, and how the change came about where renames or drops were part."""
+        return rule + "/rename" * self.renamed + "/drop_column" * self.dropped
 
 
 def changes(before: dict, after: dict) -> Changes:
@@ -200,12 +235,15 @@ def changes(before: dict, after: dict) -> Changes:
             continue
         if t != name:
             out.tables.add(t)
+            out.renamed = True
         cols_b, rows_b = before[t]
         named = {c: c if c in cols_b else COLUMN_RENAMES.get((t, c), c) for c in cols_a}
         out.columns |= {f"{t}.{m}" for c, m in named.items() if c != m}
+        out.renamed |= any(c != m for c, m in named.items())
         for c in set(cols_b) - set(named.values()):  # dropped: its values are removed
             out.tables.add(t)
             out.columns.add(f"{t}.{c}")
+            out.dropped = True
             out.deletes += any(r[c] is not None for r in rows_b.values())
         for key in rows_b.keys() | rows_a.keys():
             b, a = rows_b.get(key), rows_a.get(key)
@@ -244,7 +282,7 @@ def outside_scope(c: Changes, scope: dict) -> bool:
                 return True
         if any(t not in parts and not any(p.startswith(t + ".") for p in parts) for t in c.tables):
             return True
-    if scope.get("tenant"):
+    if scope.get("tenant") == "grp = 1":  # (its other tenant, "1", holds every row)
         return any(row is not None and row.get("grp") != 1 for pair in c.pairs for row in pair)
     return False
 
@@ -263,8 +301,11 @@ class Outcome:
 class World:
     owner: str
     parent: str
-    scope: dict  # as declared at the fork: set_meta doesn't change what it's held to
+    scope: dict  # as declared at the fork: under require_scope, what it's held to
+    meta: dict  # its scope now (set_meta may change it, or take it out)
     overwrites: set = field(default_factory=set)  # main's rows changed since, not taken
+    kept: set = field(default_factory=set)  # of those, kept "ours" by a rebase
+    meta_set: bool = False  # set_meta changed its meta since
 
 
 class Run:
@@ -276,6 +317,7 @@ class Run:
         self.lead = Caller.for_agent(db, "lead")
         self.bot = Caller.for_agent(db, "bot")
         self.production = cfg["production"]
+        self.checked = cfg["check"] is not None  # a merge check is set
         policies = db.call("merge_policies").data["policies"]
         self.rules = policies[0]["rules"] if cfg["rules"] is not None else None
         self.worlds: dict[str, World] = {}
@@ -311,15 +353,17 @@ class Run:
 
     def act(self, who: str, op: str, **args: Any) -> tuple[Outcome, Changes]:
         """A call, with main read before and after it, and the bot's audit entry checked."""
-        before, clean, n = self.main, not check_finds(self.folder), self.audited()
+        before, n = self.main, self.audited()
+        clean = self.checked and not check_finds(self.folder)
         out = self.call(who, op, **args)
+        event(f"{who} {op}: {'ok' if out.ok else out.code}")
         self.main = main_state(self.folder)
         landed = changes(before, self.main)
         changed = before != self.main
         if changed:
             self._parent_changed(landed, args.get("branch") if op == "merge" else None)
-        if changed and op in ("merge", "review") and clean and "check" not in KNOWN_OPEN:
-            assert not check_finds(self.folder), f"a merge broke the merge check: {out}"
+        if changed and op in ("merge", "review") and clean and landed.finding("check") not in KNOWN_OPEN:
+            assert not check_finds(self.folder), f"{landed.finding('check')}: a merge broke the merge check: {out}"
         if who == "bot":
             kept = (not out.ok and (out.code == "42501" or not REGISTRY.get(op).read_only)) or (
                 out.ok and changed
@@ -341,12 +385,43 @@ class Run:
 
     # steps
     def step(self, kind: str, *a: Any) -> None:
+        """One step; a world given by number is the open world it picks."""
+        if kind in ("write", "set_meta", "rebase", "merge", "own_history", "approve"):
+            a = (self.pick(a[0]), *a[1:])
+        if kind == "review":
+            a = (a[0], self.pick(a[1]), *a[2:])
+        if kind == "merge" and isinstance(a[1].get("into"), int):
+            a = (a[0], {"into": self.pick(a[1]["into"])})
         getattr(self, kind)(*a)
 
-    def fork(self, who: str, name: str, parent: str, scope: dict | None) -> None:
+    def pick(self, i: int) -> str:
+        """The i-th open world (a name never forked if none is open)."""
+        names = list(self.worlds)
+        return names[i % len(names)] if names else "w9"
+
+    def fork(self, who: str, parent: int, scope: dict | None) -> None:
+        name = next((w for w in WORLDS if w not in self.worlds), "w1")
+        self.fork_world(who, name, "main" if parent < 0 else self.pick(parent), scope)
+
+    def episode(self, task: dict) -> None:
+        name = next((w for w in WORLDS if w not in self.worlds), "w1")
+        self.fork_world("bot", name, "main", task.get("scope"))
+        for sql in task["sql"]:
+            self.write(name, sql)
+        if "main" in task:
+            self.main_write(task["main"])
+        if "rebase" in task:
+            self.rebase(name, task["rebase"])
+        if "meta" in task:
+            self.set_meta(name, task["meta"])
+        self.merge(name, {k: v for k, v in task["merge"].items() if k != "into"})
+        if "review" in task:
+            self.review(task["review"], name, "approve")
+
+    def fork_world(self, who: str, name: str, parent: str, scope: dict | None) -> None:
         out, _ = self.act(who, "fork", name=name, **{"from": parent}, **({"meta": scope} if scope else {}))
         if out.ok:
-            self.worlds[name] = World(who, parent, scope or {})
+            self.worlds[name] = World(who, parent, scope or {}, dict(scope or {}))
 
     def write(self, name: str, sql: str) -> None:
         w = self.worlds.get(name)
@@ -357,7 +432,9 @@ class Run:
 
     def set_meta(self, name: str, meta: dict) -> None:
         w = self.worlds.get(name)
-        self.act(w.owner if w else "bot", "set_meta", branch=name, meta=meta)
+        if self.act(w.owner if w else "bot", "set_meta", branch=name, meta=meta)[0].ok and w:
+            w.meta_set = True
+            w.meta = {k: v for k, v in {**w.meta, **meta}.items() if v is not None}
 
     def mode(self, mode: str) -> None:
         if self.act("owner", "mode", mode=mode)[0].ok:
@@ -369,6 +446,7 @@ class Run:
         if out.ok and w is not None and w.parent == "main":
             differ = changes(self.main, self.world_state(name)).keys
             w.overwrites &= differ  # (rows now as main's aren't overwritten; those kept "ours" are)
+            w.kept |= w.overwrites
 
     def world_state(self, name: str) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": None}
@@ -384,6 +462,8 @@ class Run:
         w = self.worlds.get(name)
         out, landed = self.act("bot", "merge", branch=name, **args)
         into_main = args.get("into", w.parent if w else None) == "main"
+        held = "queued" in out.text
+        event(f"merge: {'landed' if landed.rows else 'held' if held else out.code or 'ok'}")
         if not into_main:
             assert not landed.rows and not landed.schema, f"a merge into {args} changed main"
         if out.ok and into_main and w is not None:
@@ -393,12 +473,13 @@ class Run:
             self.hourly[1] += landed.deletes
         if out.ok and not set(args) & {"only_keys", "only_tables", "into"}:
             self.worlds.pop(name, None)
-        if not out.ok and "queued" in out.text:
+        if not out.ok and held:
             reasons = self.review_of(name)
             assert reasons and all(reasons), f"held, yet not in reviews with a reason: {out.text}"
 
     def broken(self, c: Changes, w: World) -> list[str]:
-        """The rules what landed breaks, for the bot's own merge into main."""
+        """The rules what landed breaks (their findings' names), for the bot's own merge into
+        main."""
         out = ["production"] if self.production and c.rows + c.schema else []
         r = self.rules or {}
         limits = [("max_rows", c.rows), ("max_deletes", c.deletes),
@@ -414,10 +495,14 @@ class Run:
             out.append("review_columns")
         if r and not r["schema"] and c.schema:
             out.append("schema")
-        if r and not r["overwrite"] and c.keys & w.overwrites:
-            out.append("overwrite")
-        if outside_scope(c, w.scope):
-            out.append("scope")
+        out = [c.finding(rule) for rule in out]
+        overwritten = c.keys & w.overwrites
+        if r and not r["overwrite"] and overwritten:
+            out.append("overwrite/rebase" if overwritten & w.kept else "overwrite")
+        if r.get("require_scope") and outside_scope(c, w.scope):
+            out.append(c.finding("scope/set_meta" if w.meta_set else "scope"))
+        elif outside_scope(c, w.meta):
+            out.append(c.finding("scope"))
         return [b for b in out if b not in KNOWN_OPEN]
 
     def review_of(self, name: str) -> list[str] | None:
@@ -427,9 +512,12 @@ class Run:
         return None
 
     def on_main(self, i: int) -> None:
-        op, args = ON_MAIN[i]
+        op, args, finding = ON_MAIN[i]
+        if args.get("file") == "NOTES_CSV":
+            (self.folder.parent / "notes.csv").write_text("id,body\n7,csv\n")
+            args = {**args, "file": str(self.folder.parent / "notes.csv")}
         out, landed = self.act("bot", op, **args)
-        if self.held_back and op not in KNOWN_OPEN:
+        if self.held_back and finding not in KNOWN_OPEN:
             assert not (landed.rows or landed.schema), f"{op} {args} changed main: {out.text}"
 
     def own_history(self, name: str, op: str) -> None:
@@ -508,6 +596,7 @@ def run_steps(cfg: dict, steps: list, over_stdio: bool) -> None:
             if server is not None:
                 server.initialize()
             run = Run(db.folder, db, cfg, server)
+            run.fork_world("bot", "w1", "main", cfg["scope"])
             for s in steps:
                 run.step(*s)
             if server is not None:
@@ -520,17 +609,18 @@ def run_steps(cfg: dict, steps: list, over_stdio: bool) -> None:
 SETTINGS = {
     "deadline": None,
     "database": None,
+    "phases": [p for p in Phase if p is not Phase.explain],  # (minutes for a long sequence)
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
 }
 
 
 @settings(max_examples=EXAMPLES, **SETTINGS)
-@given(cfg=config, steps=st.lists(step, min_size=1, max_size=14))
+@given(cfg=config, steps=st.lists(step, min_size=6, max_size=24))
 def test_an_agent_under_a_policy_changes_main_only_by_an_allowed_merge(cfg, steps):
     run_steps(cfg, steps, over_stdio=False)
 
 
 @settings(max_examples=STDIO_EXAMPLES, **SETTINGS)
-@given(cfg=config, steps=st.lists(step, min_size=1, max_size=14))
+@given(cfg=config, steps=st.lists(step, min_size=6, max_size=24))
 def test_the_same_over_mcp_stdio(cfg, steps):
     run_steps(cfg, steps, over_stdio=True)
