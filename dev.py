@@ -4,7 +4,8 @@
 python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
 python3 dev.py test    # create .venv with the test tools; ruff (lint, format), mypy, the whole
                        # test suite (the docs runner included: tests/test_docs.py)
-python3 dev.py fuzz N  # the safe-mode fuzz test with N sequences of hostile calls (CI runs 40)
+python3 dev.py fuzz N  # the fuzz tests with N sequences each: hostile calls in safe mode (CI runs
+                       # 40), and an agent under merge policies, checks and production (CI: 250)
 python3 dev.py docs    # re-run the docs' examples and write their real output into the pages
                        # (docs/run.py --write; `docs cli`: one page); tests/test_docs.py checks them
 """
@@ -61,8 +62,13 @@ def docs() -> None:
 def fuzz() -> None:
     setup("test")
     examples = sys.argv[2] if len(sys.argv) > 2 else "1000"
-    env = {**os.environ, "CHRONOS_FUZZ_EXAMPLES": examples}
-    sh(BIN / "python", "-m", "pytest", "-p", "no:cacheprovider", "tests/test_safe_fuzz.py", env=env)
+    env = {
+        **os.environ,
+        "CHRONOS_FUZZ_EXAMPLES": examples,
+        "CHRONOS_TRUST_FUZZ_EXAMPLES": examples,
+    }
+    tests = ["tests/test_safe_fuzz.py", "tests/test_trust_fuzz.py"]
+    sh(BIN / "python", "-m", "pytest", "-p", "no:cacheprovider", *tests, env=env)
 
 
 if __name__ == "__main__":

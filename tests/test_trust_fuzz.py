@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import apsw
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
@@ -44,7 +45,21 @@ KNOWN_OPEN: set[str] = {
     "check/rename",
     "own_review",
     "production_review",
+    "review_tables/rename",
+    "review_columns/drop_column",
+    "max_deletes/drop_column",
+    "confirm_deletes_over/drop_column",
+    "deletes_per_hour/drop_column",
+    "overwrite/rebase",
+    "scope/set_meta",
+    "raw_sqlite_error",  # apsw.SQLError out of the API: "error in table _chronos_h_1 after rename"
 }
+
+
+def known(finding: str) -> bool:
+    """Whether a finding is open (its name, or a narrower case of it, in KNOWN_OPEN)."""
+    return any(finding == k or finding.startswith(k + "/") for k in KNOWN_OPEN)
+
 
 # --- the grammar ---------------------------------------------------------------------------------
 
@@ -134,7 +149,8 @@ step = st.one_of(
     *[st.tuples(st.just("merge"), world, merge_args)] * 3,
     st.tuples(st.just("set_meta"), world, st.sampled_from(META)),
     st.tuples(st.just("on_main"), st.sampled_from(range(len(ON_MAIN)))),
-    st.tuples(st.just("own_history"), world, st.sampled_from(["checkpoint", "rollback", "restore"])),
+    st.tuples(st.just("own_history"), world,
+              st.sampled_from(["checkpoint", "rollback", "restore"])),
     st.tuples(st.just("review"), st.sampled_from(["bot", "lead"]), world,
               st.sampled_from(["approve", "approve", "reject", "pass"])),
     st.tuples(st.just("approve"), world),
@@ -347,7 +363,9 @@ class Run:
     def audited(self) -> int:
         conn = sqlite3.connect(f"file:{self.folder / 'chronos.db'}?mode=ro", uri=True)
         try:
-            return conn.execute("select count(*) from _chronos_audit where agent = 'bot'").fetchone()[0]
+            return conn.execute(
+                "select count(*) from _chronos_audit where agent = 'bot'"
+            ).fetchone()[0]
         finally:
             conn.close()
 
@@ -362,9 +380,11 @@ class Run:
         changed = before != self.main
         if changed:
             self._parent_changed(landed, args.get("branch") if op == "merge" else None)
-        if changed and op in ("merge", "review") and clean and landed.finding("check") not in KNOWN_OPEN:
-            assert not check_finds(self.folder), f"{landed.finding('check')}: a merge broke the merge check: {out}"
-        if who == "bot":
+        if changed and op in ("merge", "review") and clean and not known(landed.finding("check")):
+            assert not check_finds(self.folder), (
+                f"{landed.finding('check')}: a merge broke the merge check: {out}"
+            )
+        if who == "bot" and not out.text.startswith("unknown tool"):  # (MCP: not listed to it)
             kept = (not out.ok and (out.code == "42501" or not REGISTRY.get(op).read_only)) or (
                 out.ok and changed
             )
@@ -419,7 +439,9 @@ class Run:
             self.review(task["review"], name, "approve")
 
     def fork_world(self, who: str, name: str, parent: str, scope: dict | None) -> None:
-        out, _ = self.act(who, "fork", name=name, **{"from": parent}, **({"meta": scope} if scope else {}))
+        out, _ = self.act(
+            who, "fork", name=name, **{"from": parent}, **({"meta": scope} if scope else {})
+        )
         if out.ok:
             self.worlds[name] = World(who, parent, scope or {}, dict(scope or {}))
 
@@ -455,7 +477,10 @@ class Run:
                 (r,) = self.db.call("sql", branch=name, sql=f'select * from "{t}"').data["results"]
             except ChronosError:
                 continue
-            out[t] = (r["columns"], {row[0]: dict(zip(r["columns"], row, strict=True)) for row in r["rows"]})
+            out[t] = (
+                r["columns"],
+                {row[0]: dict(zip(r["columns"], row, strict=True)) for row in r["rows"]},
+            )
         return out
 
     def merge(self, name: str, args: dict) -> None:
@@ -503,7 +528,7 @@ class Run:
             out.append(c.finding("scope/set_meta" if w.meta_set else "scope"))
         elif outside_scope(c, w.meta):
             out.append(c.finding("scope"))
-        return [b for b in out if b not in KNOWN_OPEN]
+        return [b for b in out if not known(b)]
 
     def review_of(self, name: str) -> list[str] | None:
         for r in self.db.call("reviews").data["reviews"]:
@@ -521,7 +546,9 @@ class Run:
             assert not (landed.rows or landed.schema), f"{op} {args} changed main: {out.text}"
 
     def own_history(self, name: str, op: str) -> None:
-        args = {"checkpoint": {"name": "cp"}, "rollback": {"checkpoint": "cp"}}.get(op, {"at": "-1 hours"})
+        args = {"checkpoint": {"name": "cp"}, "rollback": {"checkpoint": "cp"}}.get(
+            op, {"at": "-1 hours"}
+        )
         self.act("bot", op, branch=name, **args)
 
     def review(self, who: str, name: str, verdict: str) -> None:
@@ -598,7 +625,12 @@ def run_steps(cfg: dict, steps: list, over_stdio: bool) -> None:
             run = Run(db.folder, db, cfg, server)
             run.fork_world("bot", "w1", "main", cfg["scope"])
             for s in steps:
-                run.step(*s)
+                try:
+                    run.step(*s)
+                except apsw.Error:  # (not a ChronosError: a bug, unless still open)
+                    if "raw_sqlite_error" not in KNOWN_OPEN:
+                        raise
+                    break
             if server is not None:
                 assert server.close() == 0
         finally:
