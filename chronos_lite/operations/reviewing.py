@@ -17,8 +17,9 @@ from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
-from ..merge.policy import Held, Hold, because
+from ..merge.policy import PRODUCTION, Held, Hold, because
 from ..storage import mergepolicies, moments, reviews
+from ..storage import mode as db_mode
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.reviews import Review
@@ -215,7 +216,7 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
             f"{world.name} isn't waiting in reviews: SHOW REVIEWS lists the held merges",
             NOT_FOUND,
         )
-    _need_reviewer(db, r, world.name, caller)
+    _need_reviewer(db, r, world, caller, verdict)
     if verdict == "approve":
         over = _confirm_over(db, world.owner)
         p = merge_apply.merge(
@@ -240,17 +241,36 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
     )
 
 
-def _need_reviewer(db: Database, r: Review, name: str, caller: Caller) -> None:
-    """Only the reviewer the holding policy names (or the database's own user) decides."""
-    if caller.mode == "owner" or (caller.mode == "agent" and "admin" in caller.rights):
+def _need_reviewer(db: Database, r: Review, world: Any, caller: Caller, verdict: str) -> None:
+    """Only the reviewer the holding policy names (or the database's own user, or an admin
+    agent) decides; no agent decides its own world, and only a person approves what
+    production mode held."""
+    if caller.mode == "owner":
+        return
+    whom = f"agent {caller.name}" if caller.mode == "agent" else "safe mode"
+    if world.owner.lower() == caller.name.lower():
+        raise ChronosError(
+            f"{whom} can't review {world.name}: it is its own world, and no one decides their "
+            f"own merge; a person merges or discards it",
+            REFUSED,
+        )
+    if verdict == "approve" and (
+        PRODUCTION in r.reasons or db_mode.mode(db.main.conn) == "production"
+    ):
+        raise ChronosError(
+            f"{whom} can't approve {world.name}: {PRODUCTION}, so only a person approves it "
+            f"(chronos {db.folder} merge {world.name} --version {r.version}); a reviewer may "
+            f"reject or pass",
+            REFUSED,
+        )
+    if caller.mode == "agent" and "admin" in caller.rights:
         return
     policy = mergepolicies.find(db.main.conn, r.policy) if r.policy else None
     reviewer = policy.rules["reviewer"] if policy else None
     if reviewer is None or reviewer.lower() != caller.name.lower():
         who = f"its reviewer, {reviewer}" if reviewer else "a person (its policy names no reviewer)"
-        whom = f"agent {caller.name}" if caller.mode == "agent" else "safe mode"
         raise ChronosError(
-            f"{whom} can't review {name}: {who} decides it "
+            f"{whom} can't review {world.name}: {who} decides it "
             f"(merge policy {r.policy or '(production mode)'}); a person merges or discards it",
             REFUSED,
         )
