@@ -114,6 +114,18 @@ class Bounds:
             if self.stopped is None:  # (stopped: the error names the limit that stopped it)
                 self.limit_ms, self.limit_from, self.deadline = saved
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Chronos' own bookkeeping within a call (its audit entry, the clean-up after it): not
+        the caller's work, so neither its time limit nor a cancel stops it, and a lock it needs
+        it waits for as any write does (``BUSY_MS``). The call's limits hold again after."""
+        saved = (self.active, self.deadline, self.stopped, self._memory_cap)
+        self.active, self.deadline, self.stopped, self._memory_cap = False, None, None, None
+        try:
+            yield
+        finally:
+            self.active, self.deadline, self.stopped, self._memory_cap = saved
+
     def end(self, began: bool) -> None:
         if began:
             self.active, self.deadline, self.limit_ms = False, None, None
@@ -147,10 +159,12 @@ class Bounds:
         if tries == 0:
             self._busy_since = now
         until = self._busy_since + self.busy_ms / 1000
-        if self.deadline is not None:
-            until = min(until, self.deadline)
-        if now >= until or self.stopped is not None:
-            if self.deadline is not None and now >= self.deadline and self.stopped is None:
+        deadline = self.deadline if self.active else None  # (no call, or its bookkeeping)
+        if deadline is not None:
+            until = min(until, deadline)
+        stopped = self.active and self.stopped is not None
+        if now >= until or stopped:
+            if deadline is not None and now >= deadline and not stopped:
                 self.stopped = TIMEOUT
             return False
         # Short polls: the lock is free only for moments beside a busy writer.

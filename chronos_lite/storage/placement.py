@@ -8,6 +8,7 @@ its own: TEMP objects a call makes go when it ends.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import apsw
@@ -30,6 +31,9 @@ from .worldsql import (
     world_table,
 )
 from .worldviews import key_view
+
+PLACED = "temp._chronos_placed"
+_TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)
 
 
 def place(
@@ -76,6 +80,25 @@ def place(
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
     guard.install(conn).trusted = trusted | frozenset(own) | frozenset(copies)
     guard_own_temp(session)
+    _stamp(session)
+
+
+def _stamp(session: Session) -> None:
+    """What the session says its connection holds (its materialized tables, FTS5 copies, the
+    guard's trusted names) is what it holds now: a new token, written in the TEMP schema in the
+    transaction that made the objects, so that a rollback (of the call, or to a savepoint)
+    taking them back takes the token back too (see ``intact``)."""
+    token = next(_TOKENS)
+    session.conn.execute(f"UPDATE {PLACED} SET token = ?", (token,))
+    session.placed = token
+
+
+def intact(session: Session) -> bool:
+    """Whether the connection still holds what the session says (no rollback took back TEMP
+    objects made for it within a transaction: a table the world first wrote, say). If not,
+    the session must be placed again."""
+    token = one_row(session.conn.execute(f"SELECT token FROM {PLACED}"))[0]
+    return session.placed is not None and token == session.placed
 
 
 def _materialized(
@@ -138,6 +161,7 @@ def _own_now(session: Session) -> None:
     session.own_temp |= {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
     guard_own_temp(session)
+    _stamp(session)
 
 
 def _users_views(session: Session) -> list[str]:
