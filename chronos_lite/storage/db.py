@@ -415,6 +415,12 @@ class Database:
         schema = self.schema_for(session.world, session.conn)
         placement.place(session, schema, self._history_triggers(), True, None, self._tables)
 
+    def damaged_copies(self) -> list[tuple[str, str]]:
+        """The worlds' TEMP copies of FTS5 indexes found damaged, as (branch, index); each
+        such world is placed again at its next call (its copies rebuilt from its rows)."""
+        with self.bounds.paused():  # (chronos' own check, after a call failed)
+            return placement.damaged_copies(list(self._worlds.values()))
+
     def invalidate(self, world_id: int) -> None:
         """A world's rows were rewritten directly (a merge settling them, a rebase): its
         connection's materialized tables are made again at its next call."""

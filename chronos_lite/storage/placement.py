@@ -234,14 +234,51 @@ def promote(session: Session, name: str) -> str | None:
     if fts is None or fts.kind == "contentless" or session.schema is None:
         return ftsinfo.refusal(name, modules[name], fts)
     table = fts.content if fts.kind == "external" else fts.name
-    if worldschema.find_table(session.schema.tables, table or "") is None:
+    content = worldschema.find_table(session.schema.tables, table or "")
+    if content is None:
         return ftsinfo.refusal(name, modules[name], fts)
-    if fts.kind == "own" and table and found is not None:
-        materialize(session, found[1])  # (its copy is made from the world's rows of it)
+    if content[1] not in session.materialized:  # (the copy reads the world's rows of it, in
+        materialize(session, content[1])  # its view: the world's own, made here if not yet)
     made = _copy(conn, session.schema, fts)
     guard.install(conn).trusted |= frozenset(made)
     _own_now(session)
     return None
+
+
+def damaged_copies(sessions: list[Session]) -> list[tuple[str, str]]:
+    """The worlds' TEMP copies of FTS5 tables whose index FTS5's integrity-check finds damaged
+    (or out of step with the world's rows), as (branch, name); their sessions are placed again
+    at their next call (``_clear`` drops the copies, ``_copy`` builds them anew)."""
+    found = []
+    for session in sessions:
+        if session.world is None or session.past:
+            continue
+        names = [name for name in _copies(session.conn) if not _index_whole(session.conn, name)]
+        if names:
+            session.built_for = None
+            found += [(session.world.name, name) for name in names]
+    return found
+
+
+def _copies(conn: apsw.Connection) -> list[str]:
+    return [
+        name
+        for (name,) in all_rows(
+            conn.execute(
+                "select name from temp.sqlite_schema where type = 'table' "
+                "and sql like 'create virtual table%'"
+            )
+        )
+    ]
+
+
+def _index_whole(conn: apsw.Connection, name: str) -> bool:
+    q = quote_ident(name)
+    try:
+        conn.execute(f"INSERT INTO temp.{q}({q}) VALUES ('integrity-check')")
+    except apsw.CorruptError:
+        return False
+    return True
 
 
 def _shadows(conn: apsw.Connection) -> frozenset[str]:
