@@ -71,7 +71,7 @@ class Allocations:
     def add(self, conn: apsw.Connection) -> None:
         self._conns[conn] = conn.limit(apsw.SQLITE_LIMIT_LENGTH)
         if self.length is not None:  # (opened within a call: a world's first)
-            conn.limit(apsw.SQLITE_LIMIT_LENGTH, min(self.length, self._conns[conn]))
+            _set_length(conn, min(self.length, self._conns[conn]))
 
     def hold(self, heap_cap: int, length: int) -> None:
         """No value longer than ``length`` bytes; SQLite's heap in all at most ``heap_cap``
@@ -79,7 +79,7 @@ class Allocations:
         self.release()
         self.length = length
         for conn, own in list(self._conns.items()):
-            conn.limit(apsw.SQLITE_LIMIT_LENGTH, min(length, own))
+            _set_length(conn, min(length, own))
         hard = apsw.hard_heap_limit(-1)
         if 0 < heap_cap < hard:
             self.heap = (hard, apsw.soft_heap_limit(-1))
@@ -88,13 +88,20 @@ class Allocations:
     def release(self) -> None:
         if self.length is not None:
             for conn, own in list(self._conns.items()):
-                conn.limit(apsw.SQLITE_LIMIT_LENGTH, own)
+                _set_length(conn, own)
             self.length = None
         if self.heap is not None:
             hard, soft = self.heap
             apsw.hard_heap_limit(hard)
             apsw.soft_heap_limit(soft)
             self.heap = None
+
+
+def _set_length(conn: apsw.Connection, most: int) -> None:
+    try:
+        conn.limit(apsw.SQLITE_LIMIT_LENGTH, most)
+    except apsw.ConnectionClosedError:
+        pass  # (a world's connection closed, not yet collected)
 
 
 @dataclass
