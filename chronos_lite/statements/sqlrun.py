@@ -149,6 +149,8 @@ def _run(
     committed = False  # some of the call's writes are committed already (its own COMMIT)
     for index, stmt in enumerate(statements, start=1):
         try:
+            if not on_main and index > 1:  # (an earlier statement may have rolled back)
+                db.keep_placed(session)
             commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
             if commits and not on_main:
                 worldrun.deferred_keys_kept(conn)
@@ -181,8 +183,8 @@ def _run(
         outcome.rolled_back_open = True
     elif writes and explicit and schema is not None and _committed(db, conn, before, clock, schema):
         # writes outside the call's own BEGIN ... COMMIT (each its own transaction, or one a
-        # RELEASE committed): recorded after them
-        with db.write(db.main.conn) as main:
+        # RELEASE committed): recorded after them (committed: no limit of the call stops it)
+        with db.bounds.paused(), db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
 
