@@ -199,3 +199,23 @@ def test_an_allocation_failing_after_the_time_limit_stopped_the_call_is_the_time
     finally:
         apsw.hard_heap_limit(own[0])
         apsw.soft_heap_limit(own[1])
+
+
+def test_a_stop_after_the_call_committed_says_the_change_stays(shop, monkeypatch):
+    """A call stopped while it builds its reply, after its write was committed (fork counting
+    the new world's changes), says the change stays: it was not rolled back."""
+    from chronos_lite.operations import branches
+
+    def slow_data(db, world):
+        db.main.conn.execute(RUNAWAY).fetchall()
+
+    monkeypatch.setattr(branches, "_world_data", slow_data)
+    with pytest.raises(chronos_lite.ChronosError) as info:
+        shop.call("fork", Caller(max_query_ms=100), name="kept")
+    assert info.value.code == "57014"
+    assert "stopped after its change was committed (the change stays" in str(info.value)
+    assert "nothing was changed" not in str(info.value)
+    assert "kept" in [w.name for w in shop.worlds()]
+    with pytest.raises(chronos_lite.ChronosError) as info:  # (no commit: rolled back)
+        shop.call("sql", Caller(max_query_ms=100), sql=RUNAWAY)
+    assert "rolled back, nothing was changed" in str(info.value)

@@ -148,6 +148,15 @@ def _index_damaged(db: Any, said: str, nothing: str) -> ChronosError:
 
 def interrupted(bounds: limits.Bounds) -> ChronosError:
     """The call was stopped: by its time limit, a cancel, or Ctrl-C."""
+    error = _interrupted(bounds)
+    if not bounds.commits:
+        return error
+    # (stopped after a write it committed, building its reply say: the write stays)
+    kept = "stopped after its change was committed (the change stays: look before trying again)"
+    return ChronosError(error.message.replace("rolled back, nothing was changed", kept), error.code)
+
+
+def _interrupted(bounds: limits.Bounds) -> ChronosError:
     if bounds.stopped == limits.TIMEOUT:
         whose = bounds.limit_from or "its limit"
         if bounds.limit_from.startswith("merge check"):
@@ -181,7 +190,7 @@ def interrupted(bounds: limits.Bounds) -> ChronosError:
     if bounds.stopped == limits.CANCELLED:
         return ChronosError(
             "canceling statement due to user request: the call was cancelled and rolled back, "
-            "nothing was changed",
+            "nothing was changed",  # (interrupted() words it when a commit came first)
             QUERY_CANCELED,
         )
     return ChronosError("cancelled: the statement was stopped; nothing changed", QUERY_CANCELED)

@@ -123,6 +123,7 @@ class Bounds:
     _versions: dict[int, int] = field(default_factory=dict)  # per connection: data_version
     _others_until: float = 0.0  # others wrote recently (until then, commits pause)
     _waited: bool = False  # the busy handler waited since the last commit
+    commits: int = 0  # write transactions the running call committed (a stop keeps them)
     _allocations: Allocations = field(default_factory=Allocations)
 
     def begin(self, limits: Limits = NONE) -> bool:
@@ -131,7 +132,7 @@ class Bounds:
         much more of SQLite's heap (the process') than at the start the call may take."""
         if self.active:
             return False
-        self.active, self.stopped = True, None
+        self.active, self.stopped, self.commits = True, None, 0
         self._started, self._memory_at = time.monotonic(), apsw.memory_used()
         self.reset(limits)
         return True
@@ -250,6 +251,8 @@ class Bounds:
     def committed(self, conn: apsw.Connection) -> None:
         """After a write transaction's commit on ``conn``: if others are writing too and this
         one got the lock without waiting, pause so that they get it next."""
+        if self.active:
+            self.commits += 1
         version = all_rows(conn.execute("pragma data_version"))[0][0]  # (all: stays cached)
         now = time.monotonic()
         if self._versions.get(id(conn), version) != version:  # another connection committed
