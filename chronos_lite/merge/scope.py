@@ -15,11 +15,11 @@ import apsw
 
 from .. import sqltext
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
-from ..storage import guard
+from ..storage import guard, worldholds
 from ..storage.fetch import all_rows
-from .policy import Counts, rows_text
+from .policy import Counts, deletes_text, rows_text
 
-KEYS = ("may_change", "tenant", "max_rows", "max_deletes")
+KEYS = worldholds.SCOPE_KEYS
 READ_ONLY = guard.Access(write=False, settings=False, branches=False)  # (rows only)
 TENANT_TIMEOUT_MS = 1000
 _CHUNK = 200
@@ -70,6 +70,45 @@ def _expression(tenant: Any) -> str:
     return tenant
 
 
+def selects_every_row(db: Any, tenant: str) -> str | None:
+    """What a tenant condition selects every row of, if it does: the condition names no
+    column (``1``, ``true``), or main's tables it can be read on have rows and it leaves none
+    of them out (``id = id``). None: it is a scope."""
+    conn = db.main.conn
+    condition = _expression(tenant)
+    checking = guard.checking(conn, READ_ONLY)
+    try:
+        with db.bounds.within(TENANT_TIMEOUT_MS, "a declared tenant's check"):
+            if _prepares(conn, f"select ({condition})"):
+                return "every table (it names no column)"
+            read = []
+            for name, (_n, t) in sorted(db.tables().items()):
+                source = f"main.{sqltext.quote_ident(t.stored)}"
+                sql = (
+                    f"select exists (select 1 from {source}), exists (select 1 from {source} "
+                    f"where not coalesce(({condition}), 0))"
+                )
+                if not _prepares(conn, sql):
+                    continue  # (its columns aren't this table's)
+                has_rows, left_out = all_rows(conn.execute(READ_ONLY.mark + sql))[0]
+                if left_out:
+                    return None
+                if has_rows:
+                    read.append(name)
+    finally:
+        checking.done()
+    return ", ".join(read) if read else None
+
+
+def _prepares(conn: Any, sql: str) -> bool:
+    """Whether SQLite prepares ``sql`` (read-only, not run)."""
+    try:
+        conn.execute(READ_ONLY.mark + "explain " + sql).fetchall()
+    except (apsw.SQLError, apsw.AuthError):
+        return False
+    return True
+
+
 def _entries(change: Any) -> list[str]:
     if isinstance(change, str):
         items = change.split(",")
@@ -83,20 +122,31 @@ def _entries(change: Any) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def breaks(db: Any, p: Any, n: Counts) -> list[str]:
-    """Each part of the world's declared scope the merge breaks (``n``: what it changes)."""
-    scope = declared(p.world.meta)
-    if not scope:
-        return []
+def scopes(db: Any, world: Any) -> list[dict[str, Any]]:
+    """The scopes a world's merge holds to: the one its fork declared (kept whatever an
+    agent's set_meta says later) and the one its meta declares now, if another."""
+    fixed = worldholds.fork_scope(db.main.conn, world.id)
+    now = declared(world.meta)
+    return [s for s in (fixed, now) if s] if fixed != now else ([now] if now else [])
+
+
+def breaks(db: Any, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
+    """Each part of the world's scopes (``held_to``) the merge breaks (``n``: what it changes)."""
+    out: list[str] = []
+    for scope in held_to:
+        out += [r for r in _breaks(db, p, n, scope) if r not in out]
+    return out
+
+
+def _breaks(db: Any, p: Any, n: Counts, scope: dict[str, Any]) -> list[str]:
     out = []
     if scope.get("max_rows") is not None and n.rows > scope["max_rows"]:
         out.append(
             f"it changes {rows_text(n.rows)} (its declared scope's max_rows is {scope['max_rows']})"
         )
-    if scope.get("max_deletes") is not None and n.deletes > scope["max_deletes"]:
+    if scope.get("max_deletes") is not None and n.removed > scope["max_deletes"]:
         out.append(
-            f"it deletes {rows_text(n.deletes)} (its declared scope's max_deletes is "
-            f"{scope['max_deletes']})"
+            f"it {deletes_text(n)} (its declared scope's max_deletes is {scope['max_deletes']})"
         )
     if scope.get("may_change") is not None:
         out += _outside(p, _entries(scope["may_change"]))
@@ -106,22 +156,25 @@ def breaks(db: Any, p: Any, n: Counts) -> list[str]:
 
 
 def _outside(p: Any, entries: list[str]) -> list[str]:
+    """The first change outside ``may_change``, judged by the parent's names (what the fork
+    named): a table the world renamed is still the table it was."""
     tables = {e.lower() for e in entries if "." not in e}
     columns = {e.lower() for e in entries if "." in e}
     said = ", ".join(entries)
+    names = p.names
     for s in p.schema:
-        if s.table.lower() not in tables:
+        if names.table(s.op.table_id, s.table).lower() not in tables:
             return [f"it changes the schema of {s.table}, outside its may_change ({said})"]
     for o in p.writes:
         c = o.change
-        if c.table.lower() in tables:
+        if names.table(c.n, c.table).lower() in tables:
             continue
         before, after = c.theirs, o.result
         if before is None or after is None:
             what = "inserts" if before is None else "deletes"
             return [f"it {what} {c.where}, outside its may_change ({said})"]
         changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
-        wrong = [k for k in changed if f"{c.table}.{k}".lower() not in columns]
+        wrong = [k for k in changed if names.column(c.n, c.t, k).lower() not in columns]
         if wrong:
             return [f"it changes {c.where}'s {', '.join(wrong)}, outside its may_change ({said})"]
     return []
