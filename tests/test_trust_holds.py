@@ -7,6 +7,7 @@ dropped column is judged by the values it removes; the scope a fork declared sta
 from __future__ import annotations
 
 import pytest
+from mcp_lines import Server, tool_error
 
 from chronos_lite import Caller, ChronosError
 
@@ -69,6 +70,34 @@ def test_a_row_rebased_ours_over_the_parents_change_is_an_overwrite_at_merge(crm
     assert queued(crm) == ["w2"]
 
 
+def test_over_mcp_an_agent_cant_launder_an_overwrite_or_drop_its_scope(crm, folder):
+    """`chronos mcp --agent bot`: rebase ours then merge is held; set_meta can't drop the
+    scope, nor loosen it."""
+    policy(crm, overwrite=False, require_scope=True)
+    s = Server(folder, "--agent", "bot")
+    try:
+        s.initialize()
+        assert not s.call("fork", {"name": "w", "meta": {"may_change": "users"}})["isError"]
+        update = "update users set name = 'agent' where id = 1"
+        assert not s.call("sql", {"branch": "w", "sql": update})["isError"]
+        crm.sql("update users set name = 'person' where id = 1")  # (a person, on main)
+        assert not s.call("rebase", {"branch": "w", "resolve": "ours"})["isError"]
+        text = tool_error(s.call("set_meta", {"branch": "w", "meta": {"may_change": None}}))
+        assert "which has require_scope: a world's declared scope stays" in text
+        wider = {"may_change": "users, payments"}
+        assert not s.call("set_meta", {"branch": "w", "meta": wider})["isError"]
+        pay = "update payments set amount = 0 where id = 1"
+        assert not s.call("sql", {"branch": "w", "sql": pay})["isError"]
+        text = tool_error(s.call("merge", {"branch": "w"}))
+        assert "it overwrites 1 row its parent changed since the fork (users/1)" in text
+        assert "it changes payments/1's amount, outside its may_change (users)" in text
+    finally:
+        s.kill()
+    assert crm.query("select name from users where id = 1") == [{"name": "person"}]
+    assert crm.query("select amount from payments where id = 1") == [{"amount": 10}]
+    assert queued(crm) == ["w"]
+
+
 def test_a_rebase_that_keeps_the_parents_row_leaves_no_mark(crm):
     policy(crm, overwrite=False)
     bot_world(crm, "w", "update users set name = 'agent' where id = 1")
@@ -85,11 +114,11 @@ def test_a_rebase_that_keeps_the_parents_row_leaves_no_mark(crm):
 
 
 def test_a_check_on_a_table_the_world_renamed_runs_and_refuses(crm):
-    crm.sql("CREATE MERGE CHECK positive ON TABLES (payments) AS select id from payments "
-            "where amount < 0")
-    bot_world(
-        crm, "w", "alter table payments rename to pay_raw", "update pay_raw set amount = -5"
+    crm.sql(
+        "CREATE MERGE CHECK positive ON TABLES (payments) AS select id from payments "
+        "where amount < 0"
     )
+    bot_world(crm, "w", "alter table payments rename to pay_raw", "update pay_raw set amount = -5")
     with pytest.raises(ChronosError) as info:
         crm.call("merge", bot(crm), branch="w")
     assert (info.value.code, str(info.value)) == (
@@ -119,7 +148,19 @@ def test_review_columns_follow_a_renamed_column(crm):
     assert crm.query("select email from users where id = 1") == [{"email": "a@x"}]
     bot_world(crm, "r", "alter table users rename column email to mail")  # (the rename alone)
     assert "it changes users.email (review_columns)" in held(crm, "r")
-    assert queued(crm) == ["w", "r"]
+    bot_world(
+        crm,
+        "t",
+        "alter table users rename to people",
+        "update people set email = 'evil@x' where id = 2",
+    )
+    assert "it changes users.email (review_columns)" in held(crm, "t")
+    assert crm.query("select email from users order by id") == [
+        {"email": "a@x"},
+        {"email": "b@x"},
+        {"email": None},
+    ]
+    assert queued(crm) == ["w", "r", "t"]
 
 
 def test_review_tables_and_tables_follow_a_renamed_table(crm):
@@ -169,7 +210,9 @@ def test_drop_column_is_seen_by_review_columns_max_rows_and_max_deletes(crm):
         {"email": None},
     ]
     policy(crm, max_deletes=0, schema=True)  # (a column with no values loses nothing)
-    bot_world(crm, "e", "alter table users add column tag text", "alter table users drop column tag")
+    bot_world(
+        crm, "e", "alter table users add column tag text", "alter table users drop column tag"
+    )
     assert crm.call("merge", bot(crm), branch="e").text.startswith("merged ")
 
 
@@ -194,7 +237,8 @@ def test_the_scope_declared_at_fork_is_held_whatever_meta_says_later(crm):
         {"amount": 10},
         {"amount": 20},
     ]
-    assert queued(crm) == ["w"]
+    (review,) = crm.call("reviews").data["reviews"]
+    assert review["scope"] == {"may_change": "users, payments", "at fork": "may_change users"}
 
 
 def test_a_persons_set_meta_may_take_the_scope_out(crm):

@@ -20,7 +20,7 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..render import blob_json
-from ..storage import events, lifecycle, worldholds, worlds, worldsql
+from ..storage import events, lifecycle, worlds, worldsql
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.rows import write_row
@@ -366,8 +366,6 @@ def merge(
             if held or gate.dry:
                 raise Held(name, gate.hold, held, world.version)
             _record_merge(db, p, conn, before, undo)
-            merged = None if not p.partial else [(o.change.n, o.change.id) for o in p.writes]
-            worldholds.release(conn, world.id, merged)  # (merged: no longer the world's own)
             if not p.partial:
                 lifecycle.finish(conn, world.id, state="merged")
             elif not p.other:

@@ -8,6 +8,7 @@ read exactly what it would apply; a merge with reasons is held (``Held``) and ro
 from __future__ import annotations
 
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,7 @@ class Counts:
         return self.deletes + sum(self.dropped.values())
 
 
-def counts(p: Any, taken_over: set[tuple[int, str]] | frozenset = frozenset()) -> Counts:
+def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Counts:
     """``taken_over``: the world's rows a rebase kept over the parent's newer change
     (``storage.worldholds``): each is an overwrite whenever it merges."""
     names = p.names
@@ -91,7 +92,9 @@ def counts(p: Any, taken_over: set[tuple[int, str]] | frozenset = frozenset()) -
         else:
             changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
         out.columns.update(names.column(c.n, c.t, k) for k in changed)
-        if (c.parent_changed and o.outcome != "combined") or (c.n, c.id) in taken_over:
+        if (c.parent_changed and o.outcome != "combined") or (
+            taken_over and (c.n, c.id) in taken_over
+        ):
             out.overwrites.append(c.where)
     _schema_counts(p, out)
     return out

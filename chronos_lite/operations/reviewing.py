@@ -18,7 +18,7 @@ from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
 from ..merge.policy import Held, Hold, because
-from ..storage import mergepolicies, moments, reviews
+from ..storage import mergepolicies, moments, reviews, worldholds
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.reviews import Review
@@ -185,6 +185,9 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
         world = open_worlds[r.world]
         changes = _changes(merge_diff.diff(db, world.name))
         declared = scope.declared(world.meta, shown=True)
+        fixed = worldholds.fork_scope(db.main.conn, world.id)
+        if fixed and fixed != scope.declared(world.meta):  # (its merge holds to both)
+            declared["at fork"] = ", ".join(f"{k} {v}" for k, v in fixed.items())
         verdict = f"{r.verdict} by {r.reviewer}: {r.reason}" if r.verdict else ""
         row = [
             world.name,

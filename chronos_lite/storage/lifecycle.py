@@ -173,6 +173,7 @@ def finish(conn: apsw.Connection, world_id: int, state: str = "discarded") -> No
         if catalog.has_table(conn, world_history_table(n)):  # (not for tables dropped before)
             conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
     reviews.clear(conn, world_id)
+    worldholds.forget(conn, world_id)
     worlds.end(conn, world_id, state)
 
 

@@ -80,3 +80,9 @@ def taken_over(conn: apsw.Connection, world: int) -> set[tuple[int, str]]:
             "select table_id, row from main._chronos_taken_over where world = ?", (world,)
         )
     }
+
+
+def forget(conn: apsw.Connection, world: int) -> None:
+    """An ended world is held to nothing more."""
+    conn.execute("delete from main._chronos_fork_scopes where world = ?", (world,))
+    release(conn, world, None)
