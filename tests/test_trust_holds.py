@@ -175,7 +175,7 @@ def test_review_tables_and_tables_follow_a_renamed_table(crm):
     ]
     policy(crm, tables=["users"], schema=True)
     bot_world(crm, "u", "alter table payments rename to users_extra")
-    assert "it changes payments, users_extra, not in its tables (users)" in held(crm, "u")
+    assert "it changes payments, not in its tables (users)" in held(crm, "u")
 
 
 def test_may_change_follows_a_renamed_table(crm):

@@ -83,14 +83,16 @@ def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Co
     (``storage.worldholds``): each is an overwrite whenever it merges."""
     names = p.names
     out = Counts(rows=len(p.writes) + sum(s.rows for s in p.schema), deletes=p.deletes)
+    columns: dict[int, list[str]] = {}  # (per table: column_names makes a list on each read)
     for o in p.writes:
         c = o.change
         out.tables.add(names.table(c.n, c.table))
+        every = columns.get(c.n) or columns.setdefault(c.n, c.t.column_names)
         before, after = c.theirs, o.result
         if before is None or after is None:
-            changed = list(c.t.column_names)
+            changed = every
         else:
-            changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
+            changed = [k for k in every if before.get(k) != after.get(k)]
         out.columns.update(names.column(c.n, c.t, k) for k in changed)
         if (c.parent_changed and o.outcome != "combined") or (
             taken_over and (c.n, c.id) in taken_over
@@ -101,16 +103,14 @@ def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Co
 
 
 def _schema_counts(p: Any, out: Counts) -> None:
-    """The schema steps by the parent's names: a renamed table is changed under both names, a
-    renamed column under the parent's; a dropped table changes each of its columns, and a
+    """The schema steps by the parent's names (a rename changes the table or column it
+    renames, as the policy names it); a dropped table changes each of its columns, and a
     dropped column each row holding a value in it (and removes that value)."""
     names = p.names
     done: set[tuple[int, str]] = set()
     for s in p.schema:
         n = s.op.table_id
         out.tables.add(names.table(n, s.table))
-        if s.op.kind == "rename":
-            out.tables.add(s.table)
         if (n, s.op.kind) in done:
             continue
         done.add((n, s.op.kind))

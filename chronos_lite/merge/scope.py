@@ -199,12 +199,11 @@ def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
 
 
 def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | None:
-    names = ["scope_n", *t.column_names]
+    columns = t.column_names  # (a list made on each read)
+    names = ["scope_n", *columns]
     cols = ", ".join(sqltext.quote_ident(n) for n in names)
     values = ", ".join("(" + ", ".join("?" for _ in names) + ")" for _ in rows)
-    params = [
-        v for i, (_w, row) in enumerate(rows) for v in (i, *(row.get(c) for c in t.column_names))
-    ]
+    params = [v for i, (_w, row) in enumerate(rows) for v in (i, *(row.get(c) for c in columns))]
     sql = (
         f"with scope_row({cols}) as (values {values}) select scope_n from scope_row "
         f"where not coalesce(({tenant}), 0) limit 1"
