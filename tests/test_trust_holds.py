@@ -131,6 +131,7 @@ def test_a_check_on_a_table_the_world_renamed_runs_and_refuses(crm):
         {"amount": 10},
         {"amount": 20},
     ]
+    assert queued(crm) == []  # (refused, not held: a check that can't run never passes)
 
 
 # --- 4. review_tables and review_columns follow renames -------------------------------------
@@ -260,3 +261,7 @@ def test_a_tenant_condition_that_selects_every_row_is_not_a_scope(crm, tenant):
     bot_world(crm, "ok", meta={"tenant": "id = 1"})
     with pytest.raises(ChronosError, match="selects every row"):
         crm.call("set_meta", bot(crm), branch="ok", meta={"tenant": tenant})
+    bot_world(crm, "both", meta={"may_change": "users", "tenant": tenant})  # (may_change scopes)
+    with pytest.raises(ChronosError, match="selects every row"):
+        crm.call("set_meta", bot(crm), branch="both", meta={"may_change": None})
+    assert crm.world("both").meta == {"may_change": "users", "tenant": tenant}

@@ -109,7 +109,7 @@ def check_scope(
             f"intent and run if you like)",
             REFUSED,
         )
-    if after.get("may_change") is None and meta.get("tenant") is not None:
+    if after.get("may_change") is None and ("tenant" in meta or "may_change" in meta):
         every = scope.selects_every_row(db, after["tenant"])
         if every:
             raise ChronosError(
