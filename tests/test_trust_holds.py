@@ -265,3 +265,12 @@ def test_a_tenant_condition_that_selects_every_row_is_not_a_scope(crm, tenant):
     with pytest.raises(ChronosError, match="selects every row"):
         crm.call("set_meta", bot(crm), branch="both", meta={"may_change": None})
     assert crm.world("both").meta == {"may_change": "users", "tenant": tenant}
+
+
+def test_a_tenant_with_a_parameter_is_refused_at_merge_not_a_crash(crm):
+    crm.call("fork", name="q", meta={"tenant": "id = ?"})
+    crm.sql("update users set name = 'q' where id = 1", branch="q")
+    with pytest.raises(ChronosError, match=r"declared tenant \(id = \?\) can't be read") as info:
+        crm.call("merge", branch="q")
+    assert info.value.code == "42501"
+    assert crm.query("select name from users where id = 1") == [{"name": "ann"}]

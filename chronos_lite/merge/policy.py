@@ -212,7 +212,7 @@ def _table_rules(rules: dict, n: Counts) -> list[str]:
     if held:
         out.append(f"it changes {', '.join(held)} (review_tables)")
     columns = {c.lower() for c in rules["review_columns"]}
-    touched = sorted(c for c in n.columns if c.lower() in columns and c not in n.dropped)
+    touched = sorted(c for c in n.columns if c.lower() in columns)
     if touched:
         out.append(f"it changes {', '.join(touched)} (review_columns)")
     out += [

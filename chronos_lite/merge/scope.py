@@ -104,8 +104,8 @@ def _prepares(conn: Any, sql: str) -> bool:
     """Whether SQLite prepares ``sql`` (read-only, not run)."""
     try:
         conn.execute(READ_ONLY.mark + "explain " + sql).fetchall()
-    except (apsw.SQLError, apsw.AuthError):
-        return False
+    except (apsw.SQLError, apsw.AuthError, apsw.BindingsError):
+        return False  # (a parameter in it, ?, is no condition on a row either)
     return True
 
 
@@ -127,7 +127,8 @@ def scopes(db: Any, world: Any) -> list[dict[str, Any]]:
     agent's set_meta says later) and the one its meta declares now, if another."""
     fixed = worldholds.fork_scope(db.main.conn, world.id)
     now = declared(world.meta)
-    return [s for s in (fixed, now) if s] if fixed != now else ([now] if now else [])
+    out = [fixed] if fixed else []
+    return [*out, now] if now and now != fixed else out
 
 
 def breaks(db: Any, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
@@ -213,7 +214,7 @@ def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | N
     try:
         with db.bounds.within(TENANT_TIMEOUT_MS, "a declared tenant's check"):
             found = all_rows(conn.execute(READ_ONLY.mark + sql, params))
-    except (apsw.SQLError, apsw.AuthError) as exc:
+    except (apsw.SQLError, apsw.AuthError, apsw.BindingsError) as exc:  # (BindingsError: a ?)
         raise ChronosError(
             f"{p.world.name}'s declared tenant ({tenant}) can't be read on {t.name}'s rows "
             f"({exc}): set_meta it to a condition on their columns; nothing was merged",

@@ -18,7 +18,7 @@ from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
 from ..merge.policy import Held, Hold, because
-from ..storage import mergepolicies, moments, reviews, worldholds
+from ..storage import lifecycle, mergepolicies, moments, reviews, worldholds
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.reviews import Review
@@ -94,7 +94,9 @@ def check_scope(
     policy = mergepolicies.find(db.main.conn, caller.policy)
     if policy is None or not policy.rules["require_scope"]:
         return
-    after = meta if forking or branch == "main" else _meta_after(db.world(branch).meta, meta)
+    after = meta
+    if not forking and branch != "main":  # (set_meta refuses main itself)
+        after = lifecycle.meta_after(db.world(branch).meta, meta)
     requires = f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope"
     if after.get("may_change") is None and after.get("tenant") is None:
         if not forking:
@@ -118,16 +120,6 @@ def check_scope(
                 f'"org_id = 42", or may_change',
                 REFUSED,
             )
-
-
-def _meta_after(meta: dict, changes: dict) -> dict:
-    out = dict(meta)
-    for key, value in changes.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = value
-    return out
 
 
 def queued(db: Database, held: Held, caller: Caller) -> ChronosError:

@@ -177,6 +177,17 @@ def finish(conn: apsw.Connection, world_id: int, state: str = "discarded") -> No
     worlds.end(conn, world_id, state)
 
 
+def meta_after(meta: dict, changes: dict) -> dict:
+    """``meta`` with ``changes`` merged in (a None value removes its key)."""
+    out = dict(meta)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
 def set_meta(db: Database, name: str, changes: dict, rescope: bool = True) -> World:
     """Merge ``changes`` into a world's metadata; a None value removes a key. ``rescope``: the
     scope its merge holds to becomes the one the new meta declares (a person's set_meta; an
@@ -185,12 +196,7 @@ def set_meta(db: Database, name: str, changes: dict, rescope: bool = True) -> Wo
         raise ChronosError("main has no metadata: set_meta works on a branch you forked")
     with db.write() as conn:
         world = worlds.find(conn, name)
-        meta = dict(world.meta)
-        for key, value in changes.items():
-            if value is None:
-                meta.pop(key, None)
-            else:
-                meta[key] = value
+        meta = meta_after(world.meta, changes)
         worlds.set_meta(conn, world, meta)
         if rescope and any(k in changes for k in worldholds.SCOPE_KEYS):
             worldholds.keep_scope(conn, world.id, worldholds.scope_of(meta))
