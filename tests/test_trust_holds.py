@@ -110,6 +110,22 @@ def test_a_rebase_that_keeps_the_parents_row_leaves_no_mark(crm):
     ]
 
 
+def test_a_row_a_person_merged_is_no_longer_marked(crm):
+    """The mark goes with the row once it merged (a person's partial merge of it)."""
+    policy(crm, overwrite=False)
+    bot_world(crm, "w", "update users set name = 'agent' where id in (1, 2)")
+    crm.sql("update users set name = 'person' where id = 1")
+    crm.call("rebase", bot(crm), branch="w", resolve="ours")
+    crm.call("merge", branch="w", only_keys=["users/1"])  # (a person: no policy)
+    crm.call("sql", bot(crm), branch="w", sql="update users set email = 'e' where id = 1")
+    assert crm.call("merge", bot(crm), branch="w").text.startswith("merged ")
+    assert crm.query("select name, email from users where id < 3 order by id") == [
+        {"name": "agent", "email": "e"},
+        {"name": "agent", "email": "b@x"},
+    ]
+    assert queued(crm) == []
+
+
 # --- 3. a merge check ON TABLES follows a renamed table ------------------------------------
 
 
