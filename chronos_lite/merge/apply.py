@@ -31,6 +31,7 @@ from . import checks, partial, replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 from .gate import Gate, judge
+from .names import Names
 from .policy import Held
 from .schema import Step, apply_steps, steps
 from .schema import conflict_error as schema_conflict_error
@@ -64,6 +65,7 @@ class Plan:
     partial: bool = False
     other: bool = False  # into a branch that is not the world's parent
     schema: list[Step] = field(default_factory=list)  # the world's schema changes that go
+    names: Names = field(default_factory=lambda: Names({}, {}))  # the parent's names for them
 
     @property
     def parent_name(self) -> str:
@@ -208,7 +210,8 @@ def plan(db: Database, name: str, opts: Options) -> Plan:
             f"leave those tables out with only_tables"
         )
     created = {s.op.table_id for s in p.schema if s.op.kind == "create"}
-    there = {n for n, _t in db.tables_for(parent.world).values()} | created
+    p.names = Names.of(db.tables_for(parent.world), db.tables_for(world))
+    there = set(p.names.parent) | created
     for c in world_changes(db, world, parent, tables, other):
         if keys is not None and (c.table, c.key) not in keys:
             continue
@@ -354,11 +357,12 @@ def merge(
                 raise conflict_error(p)
             held = judge(db, p, gate, confirm_deletes)
             before = events.positions(conn, db.tables()) if session.world is None else None
+            touched, gone = checks.touched(p), checks.gone(p)  # (before the merge renames)
             apply_steps(db, world, session, p.schema)
             undo = _apply(db, p)
             apply_steps(db, world, session, p.schema, rows_done=True)
             # (on the merged result: for an agent under a hold, rows found are one more reason)
-            held += checks.hold(db, conn, name, checks.touched(p), gate.hold is not None)
+            held += checks.hold(db, conn, name, touched, gate.hold is not None, gone)
             if held or gate.dry:
                 raise Held(name, gate.hold, held, world.version)
             _record_merge(db, p, conn, before, undo)

@@ -18,7 +18,7 @@ from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
 from ..merge.policy import PRODUCTION, Held, Hold, because
-from ..storage import mergepolicies, moments, reviews
+from ..storage import lifecycle, mergepolicies, moments, reviews, worldholds
 from ..storage import mode as db_mode
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
@@ -82,22 +82,45 @@ def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) 
     return None
 
 
-def check_scope(db: Database, meta: dict, caller: Caller, forking: bool = False) -> None:
-    """A declared scope in a fork's (or set_meta's) meta must be one the merge can hold to;
-    an agent whose merge policy has require_scope forks only with may_change or tenant."""
+def check_scope(
+    db: Database, meta: dict, caller: Caller, forking: bool = False, branch: str = ""
+) -> None:
+    """A declared scope in a fork's (or set_meta's, of ``branch``) meta must be one the merge
+    can hold to. An agent whose merge policy has require_scope keeps one: its fork declares
+    may_change or a tenant that doesn't select every row, and set_meta can't take it out (its
+    fork's scope is held at its merge whatever meta says later)."""
     scope.check_meta(meta)
-    if not forking or caller.mode != "agent" or caller.policy is None:
+    if caller.mode != "agent" or caller.policy is None:
         return
     policy = mergepolicies.find(db.main.conn, caller.policy)
     if policy is None or not policy.rules["require_scope"]:
         return
-    if meta.get("may_change") is None and meta.get("tenant") is None:
+    after = meta
+    if not forking and branch != "main":  # (set_meta refuses main itself)
+        after = lifecycle.meta_after(db.world(branch).meta, meta)
+    requires = f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope"
+    if after.get("may_change") is None and after.get("tenant") is None:
+        if not forking:
+            raise ChronosError(
+                f"{requires}: a world's declared scope stays (its fork's is held at its merge "
+                f"in any case); keep may_change or tenant in its meta",
+                REFUSED,
+            )
         raise ChronosError(
-            f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope: "
-            f'declare what the world may change in its meta, as {{"may_change": "leads.status, '
-            f'lists"}} or {{"tenant": "org_id = 42"}} (with intent and run if you like)',
+            f"{requires}: declare what the world may change in its meta, as "
+            f'{{"may_change": "leads.status, lists"}} or {{"tenant": "org_id = 42"}} (with '
+            f"intent and run if you like)",
             REFUSED,
         )
+    if after.get("may_change") is None and ("tenant" in meta or "may_change" in meta):
+        every = scope.selects_every_row(db, after["tenant"])
+        if every:
+            raise ChronosError(
+                f"{requires}: its tenant ({after['tenant']}) selects every row of {every}, so "
+                f"it isn't a scope; declare one that some rows don't meet, as "
+                f'"org_id = 42", or may_change',
+                REFUSED,
+            )
 
 
 def queued(db: Database, held: Held, caller: Caller) -> ChronosError:
@@ -155,6 +178,9 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
         world = open_worlds[r.world]
         changes = _changes(merge_diff.diff(db, world.name))
         declared = scope.declared(world.meta, shown=True)
+        fixed = worldholds.fork_scope(db.main.conn, world.id)
+        if fixed and fixed != scope.declared(world.meta):  # (its merge holds to both)
+            declared["at fork"] = ", ".join(f"{k} {v}" for k, v in fixed.items())
         verdict = f"{r.verdict} by {r.reviewer}: {r.reason}" if r.verdict else ""
         row = [
             world.name,
