@@ -53,7 +53,9 @@ def _alike(left: list[str], right: list[str]) -> str:
 class TableQuery:
     """One table's changes as SQL: ``rows`` selects (kind, parent_changed, key values...)."""
 
-    def __init__(self, world: World, parent: Session, n: int, t: TableInfo, there: bool):
+    def __init__(
+        self, world: World, parent: Session, n: int, t: TableInfo, there: bool, theirs: bool
+    ):
         self.n, self.t = n, t
         self.width = len(t.key_cols)
         o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
@@ -90,7 +92,9 @@ class TableQuery:
             "horizon": world.base.get(n, 0),
         }
         fresh = f"{int(t.key_kind == 'rowid')} AND NOT {has_base}"  # (a new row, hidden key)
-        if parent.world is None:  # main: its history after the base (``_parent_changed``)
+        if not theirs:  # (a diff: what the parent did doesn't count)
+            changed = "0"
+        elif parent.world is None:  # main: its history after the base (``_parent_changed``)
             changed = (
                 f"EXISTS (SELECT 1 FROM {h} AS h3 WHERE {on('h3', 'e')} "
                 f"AND h3.{SEQ} > coalesce(fz.{SEQ}, :horizon))"
@@ -120,13 +124,20 @@ class TableQuery:
 
 class ChangeSet:
     """A world's changes against ``parent`` (``tables``: only those), counted in SQL per table,
-    kind and whether the parent changed the row; read a page at a time."""
+    kind and (``theirs``) whether the parent changed the row; read a page at a time."""
 
-    def __init__(self, db: Database, world: World, parent: Session, tables: set[str] | None = None):
+    def __init__(
+        self,
+        db: Database,
+        world: World,
+        parent: Session,
+        tables: set[str] | None = None,
+        theirs: bool = True,
+    ):
         self.db, self.world, self.parent, self.tables = db, world, parent, tables
         on_parent = {n for n, _t in db.tables_for(parent.world, parent.conn).values()}
         self.queries: dict[str, TableQuery] = {
-            name: TableQuery(world, parent, n, t, n in on_parent)
+            name: TableQuery(world, parent, n, t, n in on_parent, theirs)
             for name, (n, t) in sorted(db.tables_for(world).items())
             if tables is None or name in tables
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..storage.db import Database
 from ..storage.rows import view_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from ..storage.spelling import sort_key
-from .changes import Change, check_bounds, world_changes
+from .changes import Change, check_bounds, iter_changes, world_changes
 from .changeset import ChangeSet, ordered
 from .schema import Step, steps
 
@@ -38,6 +39,9 @@ class Listed:
     def page(self, offset: int, limit: int) -> list[Change]:
         return ordered(self.changes)[offset : offset + limit]
 
+    def each(self) -> Iterator[Change]:
+        return iter(self.changes)
+
 
 class Counted:
     """A world's changes as ``changeset.ChangeSet`` counts and pages them in SQL; all of them
@@ -57,6 +61,13 @@ class Counted:
     def per_kind(self) -> dict[str, Counter]:
         return {table: self.set.per_kind(table) for table in self.set.counts}
 
+    def each(self) -> Iterator[Change]:
+        """One change at a time (none kept), within the call's time limit."""
+        if self._all is not None:
+            return iter(self._all)
+        s = self.set
+        return iter_changes(s.db, s.world, s.parent, s.tables)
+
     def page(self, offset: int, limit: int) -> list[Change]:
         return self.set.page(offset, limit)
 
@@ -72,6 +83,10 @@ class Diff:
     def changes(self) -> list[Change]:
         """Every change, by table and key (read in full: a page is ``page``)."""
         return self.source.changes
+
+    def each(self) -> Iterator[Change]:
+        """Every change, by table and key, one at a time."""
+        return self.source.each()
 
     def ordered(self) -> list[Change]:
         """Deletes first (what each table loses), then updates, then inserts."""
@@ -180,7 +195,9 @@ def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
         )
     parent = db.session(world.parent if world.parent_id is not None else None)
     return Diff(
-        world.name, Counted(ChangeSet(db, world, parent, tables)), steps(db, world, parent, tables)
+        world.name,
+        Counted(ChangeSet(db, world, parent, tables, theirs=False)),
+        steps(db, world, parent, tables),
     )
 
 

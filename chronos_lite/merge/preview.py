@@ -143,7 +143,7 @@ def _row(o) -> list:
 def readers(db: Database, d: Diff) -> tuple[str, list[dict]]:
     """What in the database reads each column the branch changed: views, triggers, indexes."""
     changed: dict[tuple[str, str], None] = {}
-    for c in d.changes:
+    for c in d.each():  # (one at a time: a world may have changed many rows)
         cols = c.fields if c.kind == "update" else c.t.column_names
         for col in cols:
             changed[(c.table, col)] = None
