@@ -94,10 +94,11 @@ class TableQuery:
         fresh = f"{int(t.key_kind == 'rowid')} AND NOT {has_base}"  # (a new row, hidden key)
         if not theirs:  # (a diff: what the parent did doesn't count)
             changed = "0"
-        elif parent.world is None:  # main: its history after the base (``_parent_changed``)
+        elif parent.world is None:  # main: its history after the base (``_parent_changed``;
+            # from the fork's horizon, that is the history row the base was read from)
             changed = (
-                f"EXISTS (SELECT 1 FROM {h} AS h3 WHERE {on('h3', 'e')} "
-                f"AND h3.{SEQ} > coalesce(fz.{SEQ}, :horizon))"
+                f"CASE WHEN {frozen} THEN EXISTS (SELECT 1 FROM {h} AS h3 WHERE "
+                f"{on('h3', 'e')} AND h3.{SEQ} > fz.{SEQ}) ELSE {past} END"
             )
         elif there:  # a world: its own entry written after the fork and the base
             self.params["parent"] = parent.world.id
