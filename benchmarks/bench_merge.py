@@ -12,6 +12,10 @@
    column, under a merge policy of every rule (schema allowed) and a declared scope, which
    judge it by main's names through the renames, beside the same agent's merge without a
    policy: at most 1.3x.
+5. a page (limit=1) of diff and of merge_preview on a world with 200,000 changes (20,000 with
+   --quick): under 0.5 s and 100 MB each (issue 23), measured in a fresh process per case, the
+   memory as the growth of its resident peak over the call (Linux' VmHWM, reset before it)
+   (``--pages`` runs this part alone).
 
 Each time is also shown as a ratio to raw SQLite applying the same rows to a plain copy of the
 table in one transaction (what a merge must do at the least), measured in the same run: this
@@ -24,10 +28,14 @@ machine is shared and noisy, so ratios and best-of-N times are what to compare.
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import shutil
+import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import apsw
@@ -160,8 +168,143 @@ def best(rounds: int, fn) -> tuple:
     return tuple(min(r[i] for r in results) for i in range(len(results[0])))
 
 
+# --- 4. a page of diff and merge_preview (issue 23) ------------------------------------------
+
+PAGE_CASES = {
+    "diff": {"branch": "w", "limit": 1},
+    "merge_preview": {"branch": "w", "limit": 1},
+    "diff count": {"branch": "w", "count": True},
+}
+PAGE_S, PAGE_MB = 0.5, 100  # the targets: a page costs the page, not the change set
+PAGE_LIMITS = {"max_query_ms": 60_000, "max_memory_mb": 256}  # the caller's (as in issue 23)
+
+
+def build_page_world(plain: Path, folder: Path, count: int, size: int) -> None:
+    """A database from ``plain`` with a world ``w`` holding ``count`` changes."""
+    shutil.rmtree(folder, ignore_errors=True)
+    db = chronos_lite.init(folder, from_file=plain)
+    db.call("fork", name="w")
+    conn = db.writable(db.session("w"), "items").conn
+    with db.write(conn):
+        for sql, params in change_script(count, size, random.Random(23)):
+            conn.execute(sql, params)
+    db.close()
+
+
+def status_kb(field: str) -> int:
+    """A figure of /proc/self/status in KB (Linux): VmRSS, resident now; VmHWM, its peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise LookupError(field)
+
+
+def measure_page(folder: str, case: str, traced: bool) -> dict:
+    """One call of ``case`` in this (fresh) process: seconds; how far the process' resident
+    memory peaked above where it stood before the call (VmHWM, reset just before through
+    /proc/self/clear_refs: Python and SQLite alike); SQLite's own heap peak over the call (what
+    the caller's memory limit counts); and with ``traced`` Python's own peak (tracemalloc, which
+    slows Python down: its run is not the one timed)."""
+    db = chronos_lite.open(folder)
+    caller = chronos_lite.Caller(**PAGE_LIMITS)
+    name, args = case.split()[0], PAGE_CASES[case]
+    Path("/proc/self/clear_refs").write_text("5")  # (the peak so far: where it stands now)
+    before, heap = status_kb("VmRSS"), apsw.memory_used()
+    apsw.memory_high_water(True)
+    if traced:
+        tracemalloc.start()
+    start = time.perf_counter()
+    reply = db.call(name, caller, **args)
+    took = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1] if traced else 0
+    grew = status_kb("VmHWM") - before
+    sqlite = apsw.memory_high_water(False) - heap
+    first = reply.text.splitlines()[0][:70]
+    db.close()
+    return {
+        "s": took,
+        "rss_mb": grew / 1024,
+        "sqlite_mb": sqlite / 2**20,
+        "python_mb": peak / 2**20,
+        "said": first,
+    }
+
+
+def run_page_case(folder: Path, case: str, traced: bool) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", str(folder), case, *(["--traced"] * traced)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def page_figures(work: Path, quick: bool, rounds: int) -> tuple[list[dict], list[tuple]]:
+    """Section 4: each case's best time and worst memory over ``rounds`` fresh processes, and
+    Python's peak in one more; (cases, checks). The memory target is on the RSS figure."""
+    count = 20_000 if quick else 200_000
+    size = 2 * count
+    plain = work / f"plain-{size}.sqlite"
+    if not plain.exists():
+        build_plain(plain, size)
+    folder = work / "pages"
+    build_page_world(plain, folder, count, size)
+    print(
+        f"\na page of diff and merge_preview, {count:,} changes in {size:,} rows "
+        f"(each in a fresh process; best of {rounds})"
+    )
+    print(f"{'case':<18}{'time':>10}{'RSS peak+':>11}{'SQLite':>10}{'Python':>10}  first line")
+    cases, checks = [], []
+    for case in PAGE_CASES:
+        runs = [run_page_case(folder, case, False) for _ in range(rounds)]
+        took = min(r["s"] for r in runs)  # (time: the best run; memory: the worst)
+        grew, sqlite = max(r["rss_mb"] for r in runs), max(r["sqlite_mb"] for r in runs)
+        traced = run_page_case(folder, case, True)
+        cases.append(
+            {
+                "case": case,
+                "changes": count,
+                "seconds": took,
+                "rss_mb": grew,
+                "sqlite_mb": sqlite,
+                "python_mb": traced["python_mb"],
+                "said": runs[0]["said"],
+            }
+        )
+        print(
+            f"{case:<18}{took * 1e3:>8.0f}ms{grew:>8.1f} MB{sqlite:>7.1f} MB"
+            f"{traced['python_mb']:>7.1f} MB"
+            f"  {runs[0]['said']}"
+        )
+        ok = took < PAGE_S and grew < PAGE_MB
+        checks.append((f"{case}, {count:,} changes (s)", took, f"< {PAGE_S} s", ok))
+    return cases, checks
+
+
+def pages_main(args) -> int:
+    rounds = 2 if args.quick else 3
+    with work_folder("pages-") as work:
+        cases, checks = page_figures(work, args.quick, rounds)
+    print()
+    for label, value, target, ok in checks:
+        print(f"{label:<34}{value:>10.2f}  target {target:<8} and < {PAGE_MB} MB  {verdict(ok)}")
+    if args.pages:  # (a full run writes its JSON for sections 1-3)
+        write_json(args.json, {**environment(args.quick, {"rounds": rounds}), "pages": cases})
+    return 0
+
+
 def main() -> int:
-    args = arguments(__doc__, "small sizes").parse_args()
+    parser = arguments(__doc__, "small sizes")
+    parser.add_argument("--pages", action="store_true", help="section 5 alone (a page of diff and merge_preview)")
+    parser.add_argument("--measure", nargs=2, metavar=("FOLDER", "CASE"), help=argparse.SUPPRESS)
+    parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure_page(*args.measure, args.traced)))
+        return 0
+    if args.pages:
+        return pages_main(args)
     small, big, changes, many = (
         (2_000, 50_000, 200, 2_000) if args.quick else (10_000, 1_000_000, 1_000, 10_000)
     )
@@ -272,6 +415,7 @@ def main() -> int:
             ],
         },
     )
+    pages_main(args)  # section 4 (issue 23)
     return 0
 
 

@@ -193,7 +193,19 @@ def position(db: Database, session: Session) -> int:
     )
 
 
-def plan(db: Database, name: str, opts: Options) -> Plan:
+@dataclass
+class Reach:
+    """What a merge with these options looks at: its tables (None: all), keys (None: all),
+    rows settled by hand, and the tables the target has (or gets from the merge)."""
+
+    tables: set[str] | None
+    keys: set[tuple] | None
+    by_hand: dict[tuple, Any]
+    there: set[int]
+
+
+def prepare(db: Database, name: str, opts: Options) -> tuple[Plan, Reach]:
+    """A merge's plan without its rows yet (its target and schema changes), and its reach."""
     world = db.world(name)
     parent, other = target_of(db, world, opts)
     tables = _only_tables(db, world, opts.only_tables)
@@ -212,13 +224,23 @@ def plan(db: Database, name: str, opts: Options) -> Plan:
     created = {s.op.table_id for s in p.schema if s.op.kind == "create"}
     p.names = Names.of(db.tables_for(parent.world), db.tables_for(world))
     there = set(p.names.parent) | created
-    for c in world_changes(db, world, parent, tables, other):
-        if keys is not None and (c.table, c.key) not in keys:
+    return p, Reach(tables, keys, rows, there)
+
+
+def settle(c: Change, opts: Options, reach: Reach, parent: str) -> Outcome:
+    """What the merge does with one changed row."""
+    outcome = _settle(c, opts, reach.by_hand.get((c.table, c.key)))
+    if c.n not in reach.there and outcome.outcome != "theirs":
+        outcome = _no_table(c, parent, opts)
+    return outcome
+
+
+def plan(db: Database, name: str, opts: Options) -> Plan:
+    p, reach = prepare(db, name, opts)
+    for c in world_changes(db, p.world, p.parent, reach.tables, p.other):
+        if reach.keys is not None and (c.table, c.key) not in reach.keys:
             continue
-        outcome = _settle(c, opts, rows.get((c.table, c.key)))
-        if c.n not in there and outcome.outcome != "theirs":
-            outcome = _no_table(c, parent.branch, opts)
-        p.outcomes.append(outcome)
+        p.outcomes.append(settle(c, opts, reach, p.parent.branch))
     p.outcomes.sort(key=lambda o: (ORDER[o.change.kind], o.change.table, o.change.key))
     return p
 
