@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import apsw
 
-from .. import sqltext
+from .. import render, sqltext
 from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
@@ -78,10 +78,10 @@ class Shell:
     # --- the prompt ---------------------------------------------------------------------
 
     def prompt(self) -> str:
-        return f"{self.branch}={'*' if self.pending is not None else ''}> "
+        return f"{render.terminal(self.branch)}={'*' if self.pending is not None else ''}> "
 
     def continuation(self) -> str:
-        return f"{self.branch}-> ".rjust(len(self.prompt()))
+        return f"{render.terminal(self.branch)}-> ".rjust(len(self.prompt()))
 
     @staticmethod
     def is_complete(text: str) -> bool:
@@ -203,7 +203,7 @@ class Shell:
             elif self.format == "json":
                 self._print(json.dumps({"tag": result["tag"]}, ensure_ascii=False))
             elif self.format == "csv" and "data" not in result:
-                self.err.write(result["tag"] + "\n")  # stdout: CSV only
+                self.err.write(render.terminal(result["tag"]) + "\n")  # stdout: CSV only
             else:  # (a chronos statement's report, DIFF's, is what was asked for)
                 self._print(result["tag"])
         if reply.data.get("rolled_back"):
@@ -214,7 +214,7 @@ class Shell:
         if self.format == "json":
             self._print(output.json_rows(columns, rows))
         elif self.format == "csv":
-            self._print(output.csv_text(columns, rows))
+            self._print(output.csv_text(columns, rows), exact=True)
         else:
             width = output.terminal_size().columns if self.expanded == "auto" else 0
             self._print(output.table(columns, rows, self.expanded, width))
@@ -297,7 +297,7 @@ class Shell:
         if as_json or self.format == "json":
             self._print(output.json_text(reply.data))
         elif reply.table and self.format == "csv":
-            self._print(output.csv_text(*reply.table))
+            self._print(output.csv_text(*reply.table), exact=True)
         elif reply.table and self.expanded == "on":  # (auto: the MCP tool's text as it is)
             self._result(*reply.table)
         else:
@@ -379,7 +379,10 @@ class Shell:
 
     # --- output -------------------------------------------------------------------------
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, exact: bool = False) -> None:
+        """Write a result: what a terminal would obey escaped (``render.terminal``), but in
+        ``exact`` data (CSV: every character of its values, for a program)."""
+        text = text if exact else render.terminal(text)
         if self.file is not None:
             self.file.write(text + "\n")
             self.file.flush()
@@ -390,7 +393,7 @@ class Shell:
         """What the shell says of itself (now on w, Timing is on): beside the results, or on
         stderr when stdout carries JSON or CSV for a program to read."""
         if self.format in ("json", "csv"):
-            self.err.write(text + "\n")
+            self.err.write(render.terminal(text) + "\n")
             self.err.flush()
         else:
             self._print(text)
@@ -400,13 +403,13 @@ class Shell:
         if self.format == "json":
             self._print(json.dumps({"tag": tag}))
         elif self.format == "csv":
-            self.err.write(tag + "\n")
+            self.err.write(render.terminal(tag) + "\n")
         else:
             self._print(tag)
 
     def _error(self, message: str, where: str) -> None:
         prefix = f"{where}: " if where else ""
-        self.err.write(f"{prefix}ERROR: {message}\n")
+        self.err.write(render.terminal(f"{prefix}ERROR: {message}") + "\n")
         self.err.flush()
 
     def close(self) -> None:
