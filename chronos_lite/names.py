@@ -74,8 +74,8 @@ def check(name: object, what: str) -> str:
 
 def describe(c: str) -> str:
     """A character as a person can tell it: U+0430 CYRILLIC SMALL LETTER A (a control
-    character has no name: U+001B, a control character)."""
-    return f"U+{ord(c):04X} {unicodedata.name(c, '') or '(a control character)'}"
+    character has no name: U+001B)."""
+    return f"U+{ord(c):04X} {unicodedata.name(c, '')}".rstrip()
 
 
 def _bad_character(name: str, at: int) -> str:
@@ -105,8 +105,7 @@ def _one_script(name: str, what: str, shown: str) -> None:
     if len(seen) > 1:
         found = ", ".join(f"{s.title()} ({describe(c)})" for s, c in seen.items())
         raise ChronosError(
-            f"{what} {shown} mixes letters of {found}, which look alike: write it in one "
-            f"script ({RULE})",
+            f"{what} {shown} mixes letters of {found}, which look alike: write it in one script",
             BAD_ARGUMENT,
         )
 

@@ -210,8 +210,8 @@ def test_a_key_holding_a_nul_is_spelled_with_its_json_escape(db):
 # --- the names a person reads -------------------------------------------------------------
 
 BAD_BRANCH_NAMES = {
-    "an escape sequence": ("e\x1b[31mred", "U+001B (a control character)"),
-    "backspaces": ("bs\b\b\bmain", "U+0008 (a control character)"),
+    "an escape sequence": ("e\x1b[31mred", "U+001B at character 2"),
+    "backspaces": ("bs\b\b\bmain", "U+0008 at character 3"),
     "a zero-width space": ("ta\u200bsk", "U+200B ZERO WIDTH SPACE"),
     "a bidi override": ("task\u202egnp.exe", "U+202E RIGHT-TO-LEFT OVERRIDE"),
     "a bidi isolate": ("task\u2066x", "U+2066 LEFT-TO-RIGHT ISOLATE"),
@@ -329,6 +329,10 @@ def test_what_a_person_reads_escapes_a_name_an_old_version_let_in(db, folder):
     assert _raw(said.stderr + said.stdout) == [] and "red" in said.stderr + said.stdout
     shell = run_cli(folder, "-X", stdin="SHOW WORLDS;\n")
     assert _raw(shell.stdout + shell.stderr) == [] and "\\u202egnp" in shell.stdout
+    shell = run_cli(folder, "-X", "--json", stdin="SHOW WORLDS;\n")
+    assert _raw(shell.stdout) == [], shell.stdout
+    (shown,) = [json.loads(line) for line in shell.stdout.splitlines()]
+    assert evil in [b["name"] for b in shown["branches"]], shown
 
 
 def test_a_value_with_control_characters_prints_escaped_and_reads_back_exact(db, folder):

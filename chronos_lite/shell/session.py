@@ -8,7 +8,6 @@ fails and rolls back) and the shell goes on.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import threading
@@ -197,11 +196,11 @@ class Shell:
         results = reply.data["results"]
         for result in results[first : None if last is None else last + 1]:
             if self.format == "json" and "data" in result:  # a chronos statement's data
-                self._print(output.json_text(result["data"]))
+                self._print(output.json_text(result["data"]), exact=True)
             elif "columns" in result:
                 self._result(result["columns"], result["rows"])
             elif self.format == "json":
-                self._print(json.dumps({"tag": result["tag"]}, ensure_ascii=False))
+                self._print(output.json_text({"tag": result["tag"]}), exact=True)
             elif self.format == "csv" and "data" not in result:
                 self.err.write(render.terminal(result["tag"]) + "\n")  # stdout: CSV only
             else:  # (a chronos statement's report, DIFF's, is what was asked for)
@@ -212,7 +211,7 @@ class Shell:
 
     def _result(self, columns: list[str], rows: list[list[Any]]) -> None:
         if self.format == "json":
-            self._print(output.json_rows(columns, rows))
+            self._print(output.json_rows(columns, rows), exact=True)
         elif self.format == "csv":
             self._print(output.csv_text(columns, rows), exact=True)
         else:
@@ -295,7 +294,7 @@ class Shell:
             args["from"] = self.branch  # (fork) from the shell's branch, as FORK WORLD
         reply = self.call(op.name, args)
         if as_json or self.format == "json":
-            self._print(output.json_text(reply.data))
+            self._print(output.json_text(reply.data), exact=True)
         elif reply.table and self.format == "csv":
             self._print(output.csv_text(*reply.table), exact=True)
         elif reply.table and self.expanded == "on":  # (auto: the MCP tool's text as it is)
@@ -381,7 +380,8 @@ class Shell:
 
     def _print(self, text: str, exact: bool = False) -> None:
         """Write a result: what a terminal would obey escaped (``render.terminal``), but in
-        ``exact`` data (CSV: every character of its values, for a program)."""
+        ``exact`` data (CSV: every character of its values, for a program; JSON: those as
+        JSON's own escapes already)."""
         text = text if exact else render.terminal(text)
         if self.file is not None:
             self.file.write(text + "\n")
@@ -401,7 +401,7 @@ class Shell:
     def _tag(self, tag: str) -> None:
         """A statement's tag (BEGIN, ROLLBACK) as its format shows tags."""
         if self.format == "json":
-            self._print(json.dumps({"tag": tag}))
+            self._print(output.json_text({"tag": tag}), exact=True)
         elif self.format == "csv":
             self.err.write(render.terminal(tag) + "\n")
         else:
