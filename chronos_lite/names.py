@@ -117,14 +117,14 @@ def fold(name: str) -> str:
     return unicodedata.normalize("NFKC", text.casefold()).translate(_LOOKS_LIKE)
 
 
-def lookalike(name: str, taken: list[str], what: str = "branch") -> None:
-    """Refuse a new ``name`` that reads like one of ``taken`` (but isn't it: the caller says
-    that one is taken in its own words)."""
+def lookalike(name: str, taken: list[str]) -> None:
+    """Refuse a new branch ``name`` that reads like one of ``taken`` (but isn't it: the caller
+    says that one is taken in its own words)."""
     folded = fold(name)
     for other in taken:
         if other != name and fold(other) == folded:
             raise ChronosError(
-                f"{_shown(name)} reads like the {what} {_shown(other)} (they differ only in "
+                f"{_shown(name)} reads like the branch {_shown(other)} (they differ only in "
                 f"case, or in letters drawn alike): pick a name that reads differently",
                 IN_USE,
             )
