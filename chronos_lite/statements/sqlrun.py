@@ -390,7 +390,7 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
             if not call.access.settings:
                 checked.denied = checked.denied or guard.Denial("settings", _lead(stmt))
                 return False
-            checked.access = None
+            checked.access, checked.unjudged = None, call.access
         if checked.altered:
             prefixed.append(_prefixed_objects(conn))
         checked.acted = checked.altered = False
@@ -453,6 +453,14 @@ def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
         return ChronosError(
             f"{denial.name} isn't readable: an agent's token is kept only as a salted hash, "
             f"which no statement reads; SHOW AGENTS lists the agents",
+            errors.REFUSED,
+        )
+    if denial.kind == "owner":
+        return ChronosError(
+            f"{denial.name} is the database's own user's only, never an agent's (an admin's "
+            f"neither): it reaches past what this check sees (another file, SQLite's record of "
+            f"the schema), where a statement could read the agents' token hashes; a person runs "
+            f"it with chronos <folder> sql",
             errors.REFUSED,
         )
     if access.refusal is not None:

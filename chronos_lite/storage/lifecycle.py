@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from .. import names
 from ..errors import IN_USE, ChronosError
 from ..sqltext import quote_ident
 from . import catalog, events, moments, reviews, worldholds, worlds, worldschema
@@ -34,6 +35,7 @@ def fork(
         raise ChronosError("'main' is taken by the database itself; pick another branch name")
     if "@" in name:
         raise ChronosError(f"branch names can't contain '@' (it reads as name@when): '{name}'")
+    names.check(name, "a branch's name")
     meta_text = worlds.encode_meta(meta or {})
     tables = db.tables()
     with db.write() as conn:
@@ -42,6 +44,7 @@ def fork(
                 f"branch '{name}' already exists: pick another name, or discard it first",
                 IN_USE,
             )
+        names.lookalike(name, ["main", *worlds.open_names(conn)])
         src = BranchRef.parse(source)
         past = src.past and src.is_main  # main as it was at a moment
         then = None  # forking a world as it was at a moment
