@@ -168,7 +168,7 @@ def best(rounds: int, fn) -> tuple:
     return tuple(min(r[i] for r in results) for i in range(len(results[0])))
 
 
-# --- 4. a page of diff and merge_preview (issue 23) ------------------------------------------
+# --- 5. a page of diff and merge_preview (issue 23) ------------------------------------------
 
 PAGE_CASES = {
     "diff": {"branch": "w", "limit": 1},
@@ -241,7 +241,7 @@ def run_page_case(folder: Path, case: str, traced: bool) -> dict:
 
 
 def page_figures(work: Path, quick: bool, rounds: int) -> tuple[list[dict], list[tuple]]:
-    """Section 4: each case's best time and worst memory over ``rounds`` fresh processes, and
+    """Section 5: each case's best time and worst memory over ``rounds`` fresh processes, and
     Python's peak in one more; (cases, checks). The memory target is on the RSS figure."""
     count = 20_000 if quick else 200_000
     size = 2 * count
@@ -296,7 +296,9 @@ def pages_main(args) -> int:
 
 def main() -> int:
     parser = arguments(__doc__, "small sizes")
-    parser.add_argument("--pages", action="store_true", help="section 5 alone (a page of diff and merge_preview)")
+    parser.add_argument(
+        "--pages", action="store_true", help="section 5 alone (a page of diff and merge_preview)"
+    )
     parser.add_argument("--measure", nargs=2, metavar=("FOLDER", "CASE"), help=argparse.SUPPRESS)
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -415,7 +417,7 @@ def main() -> int:
             ],
         },
     )
-    pages_main(args)  # section 4 (issue 23)
+    pages_main(args)  # section 5 (issue 23)
     return 0
 
 
