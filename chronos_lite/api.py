@@ -20,6 +20,7 @@ from .history import prune
 from .merge import apply as merge_apply
 from .merge import diff as merge_diff
 from .merge import rebase as merge_rebase
+from .operations import reviewing
 from .operations.registry import REGISTRY, Args, Caller, Reply
 from .operations.sql import run_sql
 from .statements import sqlrun
@@ -195,7 +196,14 @@ class Chronos(Database):
             "merge",
             args,
             lambda a: merge_apply.merge(
-                self, branch, opts, version, confirm_deletes, target, confirm
+                self,
+                branch,
+                opts,
+                version,
+                confirm_deletes,
+                target,
+                confirm,
+                reviewing.gate_for(self, branch, self._caller()),  # (as the merge tool's)
             ),
         )
 

@@ -67,17 +67,20 @@ def run(argv: Sequence[str]) -> int:
             raise
         # scripts get a refusal as data too (the conflicts, the rows a rule names)
         error = {"error": exc.message, "code": exc.code, "data": exc.data}
-        print(json.dumps(render.finite(error), ensure_ascii=False, indent=2, default=_default))
-        print(f"chronos: {exc.message}", file=sys.stderr)
+        print(_json(error))
+        print(f"chronos: {render.terminal(exc.message)}", file=sys.stderr)
         return 1
-    if as_json:
-        print(json.dumps(render.finite(reply.data), ensure_ascii=False, indent=2, default=_default))
-    else:
-        print(reply.text)
+    print(_json(reply.data) if as_json else render.terminal(reply.text))
     return 0
 
 
-_default = render.json_default  # (what JSON can't hold: blobs as {"$blob": hex}, else text)
+def _json(data: Any) -> str:
+    """Data as JSON, every character kept (what a terminal would obey as JSON's escapes;
+    what JSON can't hold: blobs as {"$blob": hex}, else text)."""
+    finite = render.finite(data)
+    return render.json_text(
+        json.dumps(finite, ensure_ascii=False, indent=2, default=render.json_default)
+    )
 
 
 def _init(argv: list[str]) -> int:
@@ -91,7 +94,7 @@ def _init(argv: list[str]) -> int:
     noun = "table" if len(tables) == 1 else "tables"
     listing = f": {', '.join(tables)}" if tables else ""
     adopted = f" from {ns.source} ({len(tables)} {noun}{listing})" if ns.source else ""
-    print(f"created chronos database {ns.folder}{adopted}")
+    print(render.terminal(f"created chronos database {ns.folder}{adopted}"))
     return 0
 
 
@@ -109,7 +112,7 @@ def _shell(folder: str, argv: list[str]) -> int:
     settings = config.Settings(pager=None) if ns.no_config else config.load()
     script = _script(ns)
     for problem in settings.problems if script is None else []:  # scripts don't read it
-        print(f"chronos: {problem}", file=sys.stderr)
+        print(f"chronos: {render.terminal(problem)}", file=sys.stderr)
     with chronos_lite.open(folder) as db:
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
         if script is None:
@@ -194,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = run(sys.argv[1:] if argv is None else argv)
     except ChronosError as exc:
-        print(f"chronos: {exc.message}", file=sys.stderr)
+        print(f"chronos: {render.terminal(exc.message)}", file=sys.stderr)
         code = 1
     except KeyboardInterrupt:
         print("chronos: interrupted", file=sys.stderr)
@@ -205,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception as exc:  # never a traceback for a user, unless asked for
         if os.environ.get("CHRONOS_DEBUG"):
             raise
-        print(f"chronos: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        said = render.terminal(str(exc))
+        print(f"chronos: internal error: {type(exc).__name__}: {said}", file=sys.stderr)
         code = 2
     sys.exit(code)
 

@@ -3,16 +3,62 @@
 A value JSON can't hold has one spelling in every JSON chronos writes (MCP, ``--json``, diff,
 merge_preview, history, errors' data), which ``put`` and a merge's ``rows`` read back
 (``storage/spelling.py``): a BLOB is ``{"$blob": "<hex>"}``, the infinities are the strings
-``"Infinity"`` and ``"-Infinity"``. Integers are JSON numbers, whatever their size."""
+``"Infinity"`` and ``"-Infinity"``. Integers are JSON numbers, whatever their size.
+
+What a person reads in a terminal holds no character the terminal would obey or not show
+(``terminal``): a control character (ESC, backspace, carriage return, C1), a format character
+(zero-width, bidi overrides and isolates) or a line or paragraph separator prints as an escape
+(``\\x1b``, ``\\u202e``), whether it is in a value, a name an old version let in, or a message;
+newlines and tabs stay. Data (JSON) keeps every character: ``json_text`` writes those as JSON's
+own escapes, the same string for a program."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 BLOB = "$blob"  # the key of a BLOB's JSON spelling: {"$blob": "<hex>"}
+
+# Unicode's control (Cc), format (Cf) and line and paragraph separator (Zl, Zp) characters, as
+# of Unicode 15 (tests/test_names.py checks them against Python's unicodedata), but for C0's:
+# those json.dumps escapes itself, and a terminal's text keeps newline and tab.
+_UNSEEN = (
+    "\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f"
+)
+_TERMINAL = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSEEN}]")
+_JSON_UNSEEN = re.compile(f"[{_UNSEEN}]")
+
+
+def terminal(text: str) -> str:
+    """Text as a terminal may show it: what it would obey or not show, escaped (``\\x1b``,
+    ``\\u202e``, ``\\U000e0041``); newlines and tabs kept."""
+    if text.isprintable():  # (most text: one test in C)
+        return text
+    return _TERMINAL.sub(_escape, text)
+
+
+def _escape(found: re.Match) -> str:
+    code = ord(found.group())
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def json_text(text: str) -> str:
+    """JSON text as a terminal may show it, the same data: the characters ``terminal`` escapes
+    as JSON's escapes (json.dumps writes the C0 controls so itself)."""
+    return _JSON_UNSEEN.sub(_json_escape, text)
+
+
+def _json_escape(found: re.Match) -> str:
+    data = found.group().encode("utf-16-be")  # (a surrogate pair beyond the BMP)
+    return "".join(f"\\u{int.from_bytes(data[i : i + 2]):04x}" for i in range(0, len(data), 2))
 
 
 def blob_json(value: bytes) -> dict[str, str]:
@@ -39,11 +85,13 @@ def cell(value: Any) -> str:
         return "\\x" + hexed
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         return f"{value:.1f}"
-    return str(value)
+    return terminal(str(value))
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A psql-style aligned table ending in ``(n rows)``. Numbers right-aligned."""
+    """A psql-style aligned table ending in ``(n rows)``. Numbers right-aligned; what a
+    terminal would obey or not show, escaped."""
+    columns = [terminal(c) for c in columns]
     texts = [[cell(v) for v in row] for row in rows]
     numeric = [
         all(

@@ -247,6 +247,7 @@ def environment(home: Path) -> dict[str, str]:
     env.update(
         HOME=str(home),
         PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}",
+        PYTHONPATH=str(ROOT),  # (this checkout's chronos_lite, whatever the venv installed)
         LANG="C.UTF-8",
         LC_ALL="C.UTF-8",
         TERM="dumb",

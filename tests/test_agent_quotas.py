@@ -231,6 +231,23 @@ def test_no_statement_reads_a_tokens_hash(shop):
     assert shop.query("select name from _chronos_agents") == [{"name": "boss"}, {"name": "bot"}]
 
 
+def test_an_admin_agent_over_mcp_copies_and_attaches_no_file(shop, folder, tmp_path):
+    shop.call("agent", action="create", name="boss", rights=["admin"])
+    copy = tmp_path / "copy.db"
+    s = Server(folder, "--agent", "boss")
+    try:
+        s.initialize()
+        for sql in (f"vacuum into '{copy}'", f"attach '{folder / 'chronos.db'}' as x"):
+            text = tool_error(s.call("sql", {"sql": sql}))
+            assert "is the database's own user's only, never an agent's" in text, text
+        assert s.call("sql", {"sql": "vacuum"})["isError"] is False
+    finally:
+        s.kill()
+    assert not copy.exists()
+    outcomes = [e["outcome"] for e in shop.call("audit", agent="boss").data["entries"]]
+    assert outcomes.count("refused") == 2, outcomes
+
+
 def test_only_an_admin_reads_the_agents_and_the_audit_in_sql(shop, folder):
     shop.call("agent", action="create", name="bot", rights=DEV)
     shop.call("agent", action="create", name="boss", rights=["admin"])

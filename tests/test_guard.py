@@ -84,3 +84,65 @@ def test_an_upsert_clause_cant_comment_out_the_rest_of_its_trigger(shop):
     assert sql(shop, text, branch="w") == "INSERT 0 1"
     rows = shop.query("select id, name from users order by id", branch="w")
     assert rows == [{"id": 1, "name": "all"}, {"id": 2, "name": "Bo"}]  # one row, not both
+
+
+def _refused_as_the_owners_only(db, text: str, caller: Caller, **kw) -> None:
+    with pytest.raises(ChronosError, match="the database's own user's only") as err:
+        sql(db, text, caller, **kw)
+    assert err.value.code == "42501", text
+
+
+def test_no_agent_reaches_past_the_guard_to_read_the_token_hashes(shop, tmp_path):
+    shop.call("agent", action="create", name="boss", rights=["admin"])
+    boss = Caller.for_agent(shop, "boss")
+    copy, owners_copy = tmp_path / "copy.db", tmp_path / "owners.db"
+    # the owner may (and prepares the statements first: SQLite's cache must not carry them)
+    assert sql(shop, f"vacuum into '{owners_copy}'") == "VACUUM"
+    assert sql(shop, f"attach '{owners_copy}' as x") == "ATTACH"
+    sql(shop, "detach x")
+    for text in (
+        f"vacuum into '{copy}'",
+        f"attach '{owners_copy}' as x",
+        "attach ':memory:' as x",
+        "pragma writable_schema = 1",
+        "pragma main.writable_schema = on",
+    ):
+        for _ in range(2):  # (the second from SQLite's statement cache)
+            _refused_as_the_owners_only(shop, text, boss)
+    assert not copy.exists()
+    assert sql(shop, "vacuum", boss) == "VACUUM"  # a plain VACUUM stays an admin's
+    shop.fork("w")
+    _refused_as_the_owners_only(shop, f"attach '{owners_copy}' as x", boss, branch="w")
+    _refused_as_the_owners_only(shop, "pragma writable_schema = 1", boss, branch="w")
+    assert [r[0] for r in shop.main.conn.execute("pragma database_list")] == [0]  # main alone
+
+
+def test_an_apps_trigger_chronos_fires_reads_no_hash_and_writes_none_of_chronos_tables(shop):
+    shop.call("agent", action="create", name="boss", rights=["admin"])
+    shop.call("agent", action="create", name="dev", rights=["read", "write_main"])
+    boss, dev = Caller.for_agent(shop, "boss"), Caller.for_agent(shop, "dev")
+    sql(shop, "create table leak(x)", boss)
+    sql(
+        shop,
+        "create trigger spy after insert on users begin "
+        "insert into leak select hex(hash) from _chronos_agents; end",
+        boss,
+    )
+    sql(
+        shop,
+        "create trigger rise after update on users begin "
+        "update _chronos_agents set rights = 'admin' where name = 'dev'; end",
+        dev,
+    )
+    for caller in (boss, None):  # put writes main by chronos' own SQL: the triggers fire
+        with pytest.raises(ChronosError, match=r"spy tried to read _chronos_agents\.hash") as err:
+            shop.call("put", caller=caller, table="users", id="7", record={"name": "x"})
+        assert err.value.code == "42501"
+    with pytest.raises(ChronosError, match="rise tried to write chronos' own table _chronos_a"):
+        shop.call("put", table="users", id="1", record={"name": "Ada B"})
+    shop.fork("w")  # a world's copy of the app's trigger: the same
+    with pytest.raises(ChronosError, match=r"tried to read _chronos_agents\.hash"):
+        shop.call("put", table="users", id="8", record={"name": "y"}, branch="w")
+    assert shop.query("select * from leak") == []
+    assert shop.query("select name from users") == [{"name": "Ada"}]
+    assert shop.call("agent", action="list").data["agents"][1]["rights"] == ["read", "write_main"]

@@ -2,16 +2,25 @@
 works in every argument that names a table or a row, and every id diff prints names the same
 row where ids are read (get, delete, only_keys, rows), whatever the key's values.
 
+The names a person gives and reads later (branches, checkpoints, agents, merge policies and
+checks) keep one rule (chronos_lite/names.py): no control, format, bidi or invisible character,
+no look-alike of another branch, no leading -, at most 128 characters; and whatever a person
+reads in a terminal holds none of those raw, a name an old version let in included.
+
 MCP's run of the same is test_mcp_values.py; the spelling's own rules, test_spelling.py."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import sys
+import unicodedata
 
 import pytest
 from conftest import run_cli
+from mcp_lines import Server, tool_error
 
-from chronos_lite import ChronosError
+from chronos_lite import ChronosError, render
 
 ODD_TABLES = [
     'create table "my table"(id integer primary key, v)',
@@ -196,3 +205,156 @@ def test_a_key_holding_a_nul_is_spelled_with_its_json_escape(db):
         db.get("t", "a\x00b")
     db.merge("w", only_keys=[change["key"]])
     assert db.get("t", ["a\x00b"]) == {"k": "a\x00b", "v": 2}
+
+
+# --- the names a person reads -------------------------------------------------------------
+
+BAD_BRANCH_NAMES = {
+    "an escape sequence": ("e\x1b[31mred", "U+001B at character 2"),
+    "backspaces": ("bs\b\b\bmain", "U+0008 at character 3"),
+    "a zero-width space": ("ta\u200bsk", "U+200B ZERO WIDTH SPACE"),
+    "a bidi override": ("task\u202egnp.exe", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    "a bidi isolate": ("task\u2066x", "U+2066 LEFT-TO-RIGHT ISOLATE"),
+    "an invisible letter": ("task\u3164", "U+3164 HANGUL FILLER"),
+    "a Cyrillic а among Latin letters": ("m\u0430in", "U+0430 CYRILLIC SMALL LETTER A"),
+    "a leading -": ("-rf", "starts with '-'"),
+    "a leading .": (".hidden", "starts with '.'"),
+    "//": ("a//b", "holds '//'"),
+    "a decomposed accent (not NFC)": ("cafe\u0301", "isn't in NFC form"),
+    "5,000 characters": ("x" * 5000, "is 5,000 characters, more than 128"),
+    "a newline at the end": ("task\n", "without spaces"),  # (the registry's own check)
+}
+UNSEEN = ("\x1b", "\b", "\u200b", "\u202e", "\u2066")
+
+
+def _worlds_in_file(folder) -> list[str]:
+    conn = sqlite3.connect(folder / "chronos.db")
+    try:
+        return [r[0] for r in conn.execute("select name from _chronos_worlds")]
+    finally:
+        conn.close()
+
+
+def _raw(text: str) -> list[str]:
+    return [c for c in UNSEEN if c in text]
+
+
+def test_bad_branch_names_are_refused_by_the_cli_and_mcp_and_nothing_is_made(db, folder):
+    for name, said in BAD_BRANCH_NAMES.values():
+        out = run_cli(folder, "fork", f"--name={name}", check=False)
+        assert out.returncode == 1 and said in out.stderr, (name, out.stderr)
+        assert _raw(out.stderr) == [], out.stderr
+    s = Server(folder)
+    try:
+        s.initialize()
+        for name, said in BAD_BRANCH_NAMES.values():
+            text = tool_error(s.call("fork", {"name": name}))
+            assert said in text, (name, text)
+    finally:
+        s.kill()
+    assert _worlds_in_file(folder) == [] and db.worlds() == []
+
+
+def test_a_name_is_at_most_128_characters(db):
+    with pytest.raises(ChronosError, match="is 129 characters, more than 128"):
+        db.fork("x" * 129)
+    assert db.worlds() == []
+    assert db.fork("x" * 128).name == "x" * 128
+    for name in ("task-1", "feature/x.2", "задача", "δοκιμή", "日本語のタスク", "café", "v1:rc"):
+        assert db.fork(name).name == name
+
+
+def test_a_lookalike_of_main_or_of_a_branch_is_refused(db, folder):
+    db.fork("cop")
+    for name, like in (
+        ("Main", "main"),
+        ("\uff4d\uff41\uff49\uff4e", "main"),  # fullwidth main
+        ("\u0441\u043e\u0440", "cop"),  # Cyrillic с о р: drawn as cop
+        ("COP", "cop"),
+    ):
+        with pytest.raises(ChronosError, match=f"reads like the branch '{like}'") as err:
+            db.fork(name)
+        assert err.value.code == "55006"
+        out = run_cli(folder, "fork", name, check=False)
+        assert f"reads like the branch '{like}'" in out.stderr, out.stderr
+    assert [w.name for w in db.worlds()] == ["cop"]
+    db.discard("cop")
+    assert db.fork("COP").name == "COP"  # (a name is free again once its branch is gone)
+
+
+@pytest.mark.parametrize("name", ["bot\x1b[2J", "bot\n", "-bot", "b\u202eot"])
+def test_an_agent_policy_check_or_checkpoint_name_keeps_the_rule(db, name):
+    calls = {
+        "agent": dict(action="create", name=name, rights=["read"]),
+        "set_merge_policy": dict(name=name, rules={"max_rows": 5}),
+        "set_merge_check": dict(name=name, query="select 1 where 0"),
+        "checkpoint": dict(name=name, branch="main"),
+    }
+    for op, args in calls.items():
+        with pytest.raises(ChronosError) as err:
+            db.call(op, **args)
+        assert err.value.code == "22023", (op, err.value.message)
+        assert "\x1b" not in err.value.message or "a control" in err.value.message
+    assert db.call("agent", action="list").data["agents"] == []
+    assert db.call("merge_policies").data["policies"] == []
+    assert db.call("merge_checks").data["checks"] == []
+    assert db.main.conn.execute("select count(*) from _chronos_checkpoints").fetchall() == [(0,)]
+
+
+def test_what_a_person_reads_escapes_a_name_an_old_version_let_in(db, folder):
+    db.fork("task-1")
+    evil, owner = "\x1b[31mred\b\b\u202egnp", "bot\x1b]0;owned\x07"
+    meta = json.dumps({"note": "\x1b[2J\u202e", "\u200bkey": 1}, ensure_ascii=False)
+    conn = sqlite3.connect(folder / "chronos.db")
+    with conn:  # (as an old version wrote it: no rule then)
+        conn.execute(
+            "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, created) "
+            "select 'w00000000000000ff', ?, parent, base, fork_seq, ?, ?, created "
+            "from _chronos_worlds where name = 'task-1'",
+            (evil, owner, meta),
+        )
+    conn.close()
+    text = run_cli(folder, "branches").stdout
+    assert _raw(text) == [] and "\x07" not in text, text
+    assert "\\x1b[31mred\\x08\\x08\\u202egnp" in text and "bot\\x1b]0;owned\\x07" in text
+    header, _line, _main, _task, row = text.splitlines()[:5]
+    bars = [[i for i, c in enumerate(line) if c == "|"] for line in (header, row)]
+    assert bars[0] == bars[1], text  # (the table stays aligned: the escapes are counted)
+    data = run_cli(folder, "branches", "--json").stdout
+    assert _raw(data) == [], data  # JSON's escapes: the data exact
+    (mine,) = [b for b in json.loads(data)["branches"] if b.get("world_id") == "w00000000000000ff"]
+    assert (mine["name"], mine["owner"], mine["meta"]) == (evil, owner, json.loads(meta))
+    # a message naming it, and the shell's output
+    said = run_cli(folder, "diff", evil, check=False)
+    assert _raw(said.stderr + said.stdout) == [] and "red" in said.stderr + said.stdout
+    shell = run_cli(folder, "-X", stdin="SHOW WORLDS;\n")
+    assert _raw(shell.stdout + shell.stderr) == [] and "\\u202egnp" in shell.stdout
+    shell = run_cli(folder, "-X", "--json", stdin="SHOW WORLDS;\n")
+    assert _raw(shell.stdout) == [], shell.stdout
+    (shown,) = [json.loads(line) for line in shell.stdout.splitlines()]
+    assert evil in [b["name"] for b in shown["branches"]], shown
+
+
+def test_a_value_with_control_characters_prints_escaped_and_reads_back_exact(db, folder):
+    db.sql("create table notes(id integer primary key, body text)")
+    body = "ok\x1b[2J\rover\u202e\ttab\nline"
+    db.put("notes", 1, {"body": body})
+    text = run_cli(folder, "sql", "select body from notes").stdout
+    assert _raw(text) == [] and "\r" not in text, text
+    assert "ok\\x1b[2J\\x0dover\\u202e\ttab" in text  # (tabs and newlines stay)
+    data = json.loads(run_cli(folder, "get", "notes", "1", "--json").stdout)
+    assert data["row"]["body"] == body
+    csv = run_cli(folder, "-X", "--csv", "-c", "select body from notes").stdout
+    assert "\x1b" in csv  # CSV is data: every character of the value
+
+
+def test_the_escaped_characters_are_unicodes_control_and_format_characters():
+    unseen = [
+        chr(c)
+        for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp") and chr(c) not in "\n\t"
+    ]
+    assert [c for c in unseen if render.terminal(c) == c] == []
+    assert all(render.terminal(c).isascii() for c in unseen)
+    kept = "plain ünïcödé 日本 👩‍ \n\t עברית"
+    assert render.terminal(kept.replace("\u200d", "")) == kept.replace("\u200d", "")

@@ -118,3 +118,35 @@ def test_describe_shows_views_and_virtual_tables(app):
     assert "notes: 2 rows" in text  # (an FTS5 table with its own content: versioned rows)
     one = app.call("describe", branch="w", table="titles").data
     assert one["views_and_virtual_tables"][0]["fields"][0]["name"] == "title"
+
+
+def test_a_damaged_copy_of_a_world_s_index_is_said_so_and_rebuilt(app):
+    """A world's TEMP copy of an FTS5 index found damaged is the copy's fault, not the file's
+    (issue 23, finding 14: it was "the database file is corrupt, restore it from a backup"):
+    the call says so, and the next call finds the copy rebuilt from the world's rows."""
+    app.sql("update docs set title = 'hello there' where id = 2", branch="w")
+    conn = app.session("w").conn  # (the world's connection: its copy of docs_fts, damaged)
+    conn.execute("update temp.docs_fts_data set block = randomblob(length(block)) where id > 10")
+    match = "select rowid from docs_fts where docs_fts match 'hello' order by rowid"
+    with pytest.raises(ChronosError) as exc:
+        app.sql(match, branch="w")
+    said = exc.value.message
+    assert "temporary copy of a full-text index is damaged: docs_fts (on w)" in said, said
+    assert "the database file is fine" in said and "restore" not in said, said
+    assert ids(app, match) == [1, 2]  # rebuilt from the world's rows
+    assert ids(app, match, "main") == [1]
+    app.sql("insert into docs_fts(docs_fts) values ('integrity-check')")  # main's: whole
+
+
+def test_an_fts5_delete_of_values_never_indexed_is_not_called_a_corrupt_file(app):
+    bad = (
+        "insert into docs_fts(docs_fts, rowid, title, body) values ('delete', 2, 'q r s t', 'u v')"
+    )
+    for branch in ("main", "w"):
+        with pytest.raises(ChronosError) as exc:
+            app.sql(bad, branch=branch)
+        said = exc.value.message
+        assert said.startswith("a full-text index (FTS5) is damaged, or out of step"), said
+        assert "must give the values the row was indexed with" in said and "backup" not in said
+    assert ids(app, "select rowid from docs_fts where docs_fts match 'bye'", "main") == [2]
+    assert ids(app, "select rowid from docs_fts where docs_fts match 'bye'") == [2]

@@ -129,7 +129,9 @@ def test_fork_is_constant_work(db):
 
 
 def test_name_rules_and_hostile_names(db):
-    hostile = 'we"ird;drop'
+    with pytest.raises(ChronosError, match="U\\+0022 QUOTATION MARK at character 3"):
+        db.fork('we"ird;drop')  # (a name keeps to letters, digits and _ - . : /)
+    hostile = "we.ird:drop/ü-1"
     db.sql('create table "odd ""name"" ✓"(id integer primary key, "sp ace" text)')
     db.sql('insert into "odd ""name"" ✓"("sp ace") values (\'v\')')
     db.fork(hostile)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .. import errors
+from .. import errors, names
 from ..errors import ChronosError
 from ..storage import events, moments, worlds, worldsql
 from ..storage.catalog import TableInfo
@@ -126,6 +126,7 @@ def write_back(
 
 
 def checkpoint(db: Database, branch: str, name: str) -> float:
+    names.check(name, "a checkpoint's name")
     world = db.resolve(branch)
     ident = world.id if world is not None else 0
     with db.write() as conn:

@@ -126,10 +126,17 @@ class AgentUndone:
     branches: list[str] = field(default_factory=list)
 
 
-def undo_agent(db: Database, agent: str, since_text: str, run: str | None) -> AgentUndone:
+def undo_agent(
+    db: Database,
+    agent: str,
+    since_text: str,
+    run: str | None,
+    main_refusal: ChronosError | None = None,
+) -> AgentUndone:
     """Write back, on main and on every open world, the rows as they were before ``agent``
     (with ``run``) first changed them since the moment; rows someone else changed after the
-    agent are named and left alone."""
+    agent are named and left alone. ``main_refusal``: raised, before anything is written, if
+    the undo would write main (an agent that may not rewrite main)."""
     if agent == events.APP:
         raise ChronosError(
             "writes apps made directly to main can't be told apart per app: restore main to a "
@@ -153,6 +160,8 @@ def undo_agent(db: Database, agent: str, since_text: str, run: str | None) -> Ag
             mine["seqs"].append((int(n), lo, hi))
         if "clock" in d:
             mine["clock"].append(tuple(d["clock"]))
+    if main_refusal is not None and spans.get(0, {}).get("seqs"):
+        raise main_refusal
     done = AgentUndone()
     for world_id, mine in spans.items():
         if world_id == 0 and mine["seqs"]:

@@ -31,6 +31,7 @@ from . import checks, partial, replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
 from .gate import Gate, judge
+from .names import Names
 from .policy import Held
 from .schema import Step, apply_steps, steps
 from .schema import conflict_error as schema_conflict_error
@@ -64,6 +65,7 @@ class Plan:
     partial: bool = False
     other: bool = False  # into a branch that is not the world's parent
     schema: list[Step] = field(default_factory=list)  # the world's schema changes that go
+    names: Names = field(default_factory=lambda: Names({}, {}))  # the parent's names for them
 
     @property
     def parent_name(self) -> str:
@@ -191,7 +193,19 @@ def position(db: Database, session: Session) -> int:
     )
 
 
-def plan(db: Database, name: str, opts: Options) -> Plan:
+@dataclass
+class Reach:
+    """What a merge with these options looks at: its tables (None: all), keys (None: all),
+    rows settled by hand, and the tables the target has (or gets from the merge)."""
+
+    tables: set[str] | None
+    keys: set[tuple] | None
+    by_hand: dict[tuple, Any]
+    there: set[int]
+
+
+def prepare(db: Database, name: str, opts: Options) -> tuple[Plan, Reach]:
+    """A merge's plan without its rows yet (its target and schema changes), and its reach."""
     world = db.world(name)
     parent, other = target_of(db, world, opts)
     tables = _only_tables(db, world, opts.only_tables)
@@ -208,14 +222,25 @@ def plan(db: Database, name: str, opts: Options) -> Plan:
             f"leave those tables out with only_tables"
         )
     created = {s.op.table_id for s in p.schema if s.op.kind == "create"}
-    there = {n for n, _t in db.tables_for(parent.world).values()} | created
-    for c in world_changes(db, world, parent, tables, other):
-        if keys is not None and (c.table, c.key) not in keys:
+    p.names = Names.of(db.tables_for(parent.world), db.tables_for(world))
+    there = set(p.names.parent) | created
+    return p, Reach(tables, keys, rows, there)
+
+
+def settle(c: Change, opts: Options, reach: Reach, parent: str) -> Outcome:
+    """What the merge does with one changed row."""
+    outcome = _settle(c, opts, reach.by_hand.get((c.table, c.key)))
+    if c.n not in reach.there and outcome.outcome != "theirs":
+        outcome = _no_table(c, parent, opts)
+    return outcome
+
+
+def plan(db: Database, name: str, opts: Options) -> Plan:
+    p, reach = prepare(db, name, opts)
+    for c in world_changes(db, p.world, p.parent, reach.tables, p.other):
+        if reach.keys is not None and (c.table, c.key) not in reach.keys:
             continue
-        outcome = _settle(c, opts, rows.get((c.table, c.key)))
-        if c.n not in there and outcome.outcome != "theirs":
-            outcome = _no_table(c, parent.branch, opts)
-        p.outcomes.append(outcome)
+        p.outcomes.append(settle(c, opts, reach, p.parent.branch))
     p.outcomes.sort(key=lambda o: (ORDER[o.change.kind], o.change.table, o.change.key))
     return p
 
@@ -354,11 +379,12 @@ def merge(
                 raise conflict_error(p)
             held = judge(db, p, gate, confirm_deletes)
             before = events.positions(conn, db.tables()) if session.world is None else None
+            touched, gone = checks.touched(p), checks.gone(p)  # (before the merge renames)
             apply_steps(db, world, session, p.schema)
             undo = _apply(db, p)
             apply_steps(db, world, session, p.schema, rows_done=True)
             # (on the merged result: for an agent under a hold, rows found are one more reason)
-            held += checks.hold(db, conn, name, checks.touched(p), gate.hold is not None)
+            held += checks.hold(db, conn, name, touched, gate.hold is not None, gone)
             if held or gate.dry:
                 raise Held(name, gate.hold, held, world.version)
             _record_merge(db, p, conn, before, undo)

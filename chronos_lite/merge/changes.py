@@ -12,12 +12,14 @@ Cost is proportional to the rows the world changed: each is a few indexed lookup
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
 from ..sqltext import quote_ident
+from ..storage import faults
 from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.rows import as_row, base_row, main_changed_since, overlay_entry, view_row
@@ -71,51 +73,108 @@ class Change:
         return [c for c in self.t.column_names if self.base.get(c) != self.theirs.get(c)]
 
 
+CHECK_EVERY = 256  # rows between checks of the call's time limit in Python loops
+CHUNK = 500  # keys per statement when reading given keys
+
+
+def check_bounds(db: Database, done: int) -> None:
+    """Every CHECK_EVERY rows of a loop in Python: stop at the call's time limit (or a cancel),
+    as SQLite's progress handler does for statements."""
+    if done % CHECK_EVERY == 0 and db.bounds.progress():
+        raise faults.interrupted(db.bounds)
+
+
+def keys_in(t: TableInfo, alias: str, count: int) -> str:
+    """A condition: the row's key is one of ``count`` keys, bound as their values in turn."""
+    cols = ", ".join(f"{alias}{t.col(c)}" for c in t.key_cols)
+    one = "(" + ", ".join("?" for _ in t.key_cols) + ")"
+    return f"({cols}) IN (VALUES {', '.join([one] * count)})"
+
+
 def world_changes(
-    db: Database, world: World, parent: Session, tables: set[str] | None = None, other: bool = False
+    db: Database,
+    world: World,
+    parent: Session,
+    tables: set[str] | None = None,
+    other: bool = False,
+    only: dict[str, list[tuple]] | None = None,
 ) -> list[Change]:
     """Every row ``world`` changed since its fork, against ``parent`` (a session on it).
 
     ``other``: ``parent`` is not the world's parent (a merge ``into`` another branch); there
-    a row "changed on the other side" when it differs there from the world's base.
+    a row "changed on the other side" when it differs there from the world's base. ``only``:
+    just these keys, by table (a page of a diff or a preview).
     """
-    conn = parent.conn
-    out: list[Change] = []
-    on_parent = {n: t for n, t in db.tables_for(parent.world, conn).values()}
+    return list(iter_changes(db, world, parent, tables, other, only))
+
+
+def iter_changes(
+    db: Database,
+    world: World,
+    parent: Session,
+    tables: set[str] | None = None,
+    other: bool = False,
+    only: dict[str, list[tuple]] | None = None,
+) -> Iterator[Change]:
+    """``world_changes`` one at a time, by table and key, within the call's time limit."""
+    done = 0
     for name, (n, t) in sorted(db.tables_for(world).items()):
-        if tables is not None and name not in tables:
+        if (tables is not None and name not in tables) or (only is not None and name not in only):
             continue
-        if parent.world is None and not other:
-            out += _changes_against_main(conn, name, n, t, world)
+        wanted = None if only is None else only[name]
+        for part in [None] if wanted is None else _chunks(wanted):
+            for c in _table_changes(db, world, parent, name, n, t, other, part):
+                done += 1
+                check_bounds(db, done)
+                yield c
+
+
+def _chunks(keys: list[tuple]) -> Iterator[list[tuple]]:
+    for at in range(0, len(keys), CHUNK):
+        yield keys[at : at + CHUNK]
+
+
+def _table_changes(
+    db: Database,
+    world: World,
+    parent: Session,
+    name: str,
+    n: int,
+    t: TableInfo,
+    other: bool,
+    keys: list[tuple] | None,
+) -> Iterator[Change]:
+    conn = parent.conn
+    if parent.world is None and not other:
+        yield from _changes_against_main(conn, name, n, t, world, keys)
+        return
+    on_parent = {n: t for n, t in db.tables_for(parent.world, conn).values()}
+    key_list = t.stored_list(columns=list(t.key_cols))
+    cols = t.stored_list()
+    among = f"and {keys_in(t, '', len(keys))} " if keys is not None else ""
+    entries = conn.execute(
+        f"select {DEAD}, {key_list}, {cols} from main.{overlay_table(n)} "
+        f"where {WORLD} = ? and {SEQ} > ? {among}order by {key_list}",
+        (world.id, world.fork_seq, *(v for k in keys or () for v in k)),
+    )
+    width = len(t.key_cols)
+    for entry in entries:
+        key = tuple(entry[1 : 1 + width])
+        ours = None if entry[0] else as_row(t, entry[1 + width :])
+        base, since = base_row(conn, n, t, world, key)
+        if ours == base:
+            continue  # written back as it was: no change
+        if (t.key_kind == "rowid" and base is None) or n not in on_parent:
+            # A new row under a hidden key: the parent's row at that rowid (if any) is an
+            # unrelated row; the merge gives this one a rowid of its own. (Or a table the
+            # parent doesn't have yet: the merge creates it.)
+            yield Change(name, n, t, key, base, ours, None, False)
             continue
-        keys = t.stored_list(columns=list(t.key_cols))
-        cols = t.stored_list()
-        entries = conn.execute(
-            f"select {DEAD}, {keys}, {cols} from main.{overlay_table(n)} "
-            f"where {WORLD} = ? and {SEQ} > ? order by {keys}",
-            (world.id, world.fork_seq),
-        ).fetchall()
-        width = len(t.key_cols)
-        for entry in entries:
-            key = tuple(entry[1 : 1 + width])
-            ours = None if entry[0] else as_row(t, entry[1 + width :])
-            base, since = base_row(conn, n, t, world, key)
-            if ours == base:
-                continue  # written back as it was: no change
-            if (t.key_kind == "rowid" and base is None) or n not in on_parent:
-                # A new row under a hidden key: the parent's row at that rowid (if any) is an
-                # unrelated row; the merge gives this one a rowid of its own. (Or a table the
-                # parent doesn't have yet: the merge creates it.)
-                out.append(Change(name, n, t, key, base, ours, None, False))
-                continue
-            theirs = _their_row(parent, n, t, on_parent[n], key, base)
-            changed = (
-                (theirs != base)
-                if other
-                else _parent_changed(conn, n, t, world, parent, key, since)
-            )
-            out.append(Change(name, n, t, key, base, ours, theirs, changed))
-    return out
+        theirs = _their_row(parent, n, t, on_parent[n], key, base)
+        changed = (
+            (theirs != base) if other else _parent_changed(conn, n, t, world, parent, key, since)
+        )
+        yield Change(name, n, t, key, base, ours, theirs, changed)
 
 
 def _their_row(
@@ -135,8 +194,13 @@ def _their_row(
 
 
 def _changes_against_main(
-    conn: apsw.Connection, name: str, n: int, t: TableInfo, world: World
-) -> list[Change]:
+    conn: apsw.Connection,
+    name: str,
+    n: int,
+    t: TableInfo,
+    world: World,
+    among: list[tuple] | None = None,
+) -> Iterator[Change]:
     """The same as the row-by-row path, for a world whose parent is main, in one query per
     table: each changed row's entry, frozen base, first history image after the fork, live
     row, and whether main wrote it since, joined on the key's indexes."""
@@ -157,6 +221,9 @@ def _changes_against_main(
     def pick(alias: str) -> str:
         return t.stored_list(f"{alias}.", cols)
 
+    only = f"AND {keys_in(t, 'e.', len(among))} " if among is not None else ""
+    given = [v for k in among or () for v in k]
+
     rows = conn.execute(
         f"SELECT e.{DEAD}, {', '.join('e.' + k for k in keys)}, {pick('e')}, "
         f"fz.{WORLD} IS NOT NULL, fz.{DEAD}, fz.{SEQ}, {pick('fz')}, "
@@ -168,11 +235,10 @@ def _changes_against_main(
         f"LEFT JOIN {h} AS hb ON hb.{SEQ} = (SELECT min(h2.{SEQ}) FROM {h} AS h2 "
         f"WHERE {on('h2', 'e')} AND h2.{SEQ} > ?) "
         f"LEFT JOIN main.{quote_ident(t.stored)} AS m ON {live_on} "
-        f"WHERE e.{WORLD} = ? AND e.{SEQ} > ? ORDER BY {', '.join('e.' + k for k in keys)}",
-        (horizon, -world.id, horizon, world.id, world.fork_seq),
-    ).fetchall()
+        f"WHERE e.{WORLD} = ? AND e.{SEQ} > ? {only}ORDER BY {', '.join('e.' + k for k in keys)}",
+        (horizon, -world.id, horizon, world.id, world.fork_seq, *given),
+    )
     width, ncols = len(keys), len(cols)
-    out = []
     for r in rows:
         dead, key = r[0], tuple(r[1 : 1 + width])
         at = 1 + width
@@ -195,10 +261,9 @@ def _changes_against_main(
         if ours == base:
             continue
         if t.key_kind == "rowid" and base is None:
-            out.append(Change(name, n, t, key, None, ours, None, False))
+            yield Change(name, n, t, key, None, ours, None, False)
             continue
-        out.append(Change(name, n, t, key, base, ours, live if has_live else None, main_changed))
-    return out
+        yield Change(name, n, t, key, base, ours, live if has_live else None, main_changed)
 
 
 def _parent_changed(

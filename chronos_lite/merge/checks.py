@@ -20,21 +20,45 @@ READ_ONLY = guard.Access(write=False, settings=False)
 
 
 def touched(plan: Any) -> set[str]:
-    """The tables a merge changes (lower case): its rows' and its schema steps'."""
-    return {o.change.table.lower() for o in plan.writes} | {s.table.lower() for s in plan.schema}
+    """The tables a merge changes (lower case), by the parent's names and (a table the world
+    renamed) the world's: its rows' and its schema steps'. A check on a table the merge
+    renames or drops then fails on the result, saying so: it can't pass unread."""
+    names = plan.names
+    out = {names.table(o.change.n, o.change.table).lower() for o in plan.writes}
+    for s in plan.schema:
+        out |= {names.table(s.op.table_id, s.table).lower(), s.table.lower()}
+    return out
+
+
+def gone(plan: Any) -> str:
+    """The tables the merge renames or drops, by the parent's names: a check that names one
+    can't run on the result (``; the merge renames payments to pay_raw``; '' if none)."""
+    said = []
+    for s in plan.schema:
+        was = plan.names.table(s.op.table_id, s.table)
+        if s.op.kind == "rename" and was != s.table:
+            said.append(f"renames {was} to {s.table}")
+        elif s.op.kind == "drop":
+            said.append(f"drops {was}")
+    return f"; the merge {', '.join(dict.fromkeys(said))}" if said else ""
 
 
 def hold(
-    db: Database, conn: apsw.Connection, name: str, tables: set[str], held: bool = False
+    db: Database,
+    conn: apsw.Connection,
+    name: str,
+    tables: set[str],
+    held: bool = False,
+    why: str = "",
 ) -> list[str]:
     """Refuse the merge of ``name`` if a check finds rows in its result (23514); ``held``:
     an agent's merge under a policy, for which each check finding rows is a reason to hold it
-    instead (those reasons)."""
+    instead (those reasons). ``why``: what in the merge may keep a check from running."""
     out = []
     for check in mergechecks.listing(db.main.conn):
         if not check.applies_to(tables):
             continue
-        columns, rows = run(db, conn, check)
+        columns, rows = run(db, conn, check, why=why)
         if not rows:
             continue
         breaks = f"breaks merge check {check.name}, which finds "
@@ -52,9 +76,10 @@ def run(
     conn: apsw.Connection,
     check: mergechecks.MergeCheck,
     nothing: str = "nothing was merged",
+    why: str = "",
 ) -> tuple[list, list]:
     """A check's columns and (at most 101) rows, read on ``conn`` (a branch's session) within
-    its timeout."""
+    its timeout (``why``: said when it can't be read)."""
     checking = guard.checking(conn, READ_ONLY)
     try:
         with db.bounds.within(check.timeout_ms, f"merge check {check.name}'s timeout_ms"):
@@ -72,7 +97,7 @@ def run(
             return columns, rows
     except apsw.SQLError as exc:
         raise ChronosError(
-            f"merge check {check.name} fails on the merge's result ({exc}): fix it (CREATE OR "
+            f"merge check {check.name} fails on the merge's result ({exc}{why}): fix it (CREATE OR "
             f"REPLACE MERGE CHECK {check.name} ...) or drop it; {nothing}",
             mergechecks.CHECK_VIOLATION,
         ) from None

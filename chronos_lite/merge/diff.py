@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,30 +17,94 @@ from ..storage.db import Database
 from ..storage.rows import view_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from ..storage.spelling import sort_key
-from .changes import Change, world_changes
+from .changes import Change, check_bounds, iter_changes, world_changes
+from .changeset import ChangeSet, ordered
 from .schema import Step, steps
 
 ORDER = {"delete": 0, "update": 1, "insert": 2}
 
 
+class Listed:
+    """Changes already read, as a list (``compare``'s)."""
+
+    def __init__(self, changes: list[Change]):
+        self.changes = changes
+
+    def per_kind(self) -> dict[str, Counter]:
+        counts: dict[str, Counter] = {}
+        for c in self.changes:
+            counts.setdefault(c.table, Counter())[c.kind] += 1
+        return counts
+
+    def page(self, offset: int, limit: int) -> list[Change]:
+        return ordered(self.changes)[offset : offset + limit]
+
+    def each(self) -> Iterator[Change]:
+        return iter(self.changes)
+
+
+class Counted:
+    """A world's changes as ``changeset.ChangeSet`` counts and pages them in SQL; all of them
+    (``changes``) read only when asked for."""
+
+    def __init__(self, changes: ChangeSet):
+        self.set = changes
+        self._all: list[Change] | None = None
+
+    @property
+    def changes(self) -> list[Change]:
+        if self._all is None:
+            s = self.set
+            self._all = world_changes(s.db, s.world, s.parent, s.tables)
+        return self._all
+
+    def per_kind(self) -> dict[str, Counter]:
+        return {table: self.set.per_kind(table) for table in self.set.counts}
+
+    def each(self) -> Iterator[Change]:
+        """One change at a time (none kept), within the call's time limit."""
+        if self._all is not None:
+            return iter(self._all)
+        s = self.set
+        return iter_changes(s.db, s.world, s.parent, s.tables)
+
+    def page(self, offset: int, limit: int) -> list[Change]:
+        return self.set.page(offset, limit)
+
+
 @dataclass
 class Diff:
     branch: str
-    changes: list[Change]
+    source: Listed | Counted
     schema: list[Step] = field(default_factory=list)  # the world's own schema changes
     unlike: list[str] = field(default_factory=list)  # compare: tables not alike on both sides
 
+    @property
+    def changes(self) -> list[Change]:
+        """Every change, by table and key (read in full: a page is ``page``)."""
+        return self.source.changes
+
+    def each(self) -> Iterator[Change]:
+        """Every change, by table and key, one at a time."""
+        return self.source.each()
+
     def ordered(self) -> list[Change]:
         """Deletes first (what each table loses), then updates, then inserts."""
-        return sorted(self.changes, key=lambda c: (ORDER[c.kind], c.table, c.key))
+        return ordered(self.changes)
+
+    def page(self, offset: int, limit: int) -> list[Change]:
+        """Changes ``offset`` to ``offset + limit`` of ``ordered``."""
+        return self.source.page(offset, limit)
+
+    @property
+    def rows(self) -> int:
+        """How many rows changed (the schema's changes aside)."""
+        return sum(sum(k.values()) for k in self.source.per_kind().values())
 
     def per_table(self, deletes_first: bool = False) -> list[str]:
         """``table: 1 deleted, 2 updated, 0 inserted`` per table, by name (``deletes_first``:
         the tables that lose rows first, most first)."""
-        counts: dict[str, Counter] = {}
-        for c in self.changes:
-            counts.setdefault(c.table, Counter())[c.kind] += 1
-        order = sorted(counts.items())
+        order = sorted(self.source.per_kind().items())
         if deletes_first:
             order.sort(key=lambda kv: -kv[1]["delete"])
         return [
@@ -64,7 +129,7 @@ class Diff:
 
     @property
     def count(self) -> int:
-        return len(self.changes) + len(self.schema)
+        return self.rows + len(self.schema)
 
     def schema_lines(self) -> list[str]:
         return [f"{SIGNS[s.op.kind]} {s.op.sql(s.table)}" for s in self.schema]
@@ -130,7 +195,9 @@ def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
         )
     parent = db.session(world.parent if world.parent_id is not None else None)
     return Diff(
-        world.name, world_changes(db, world, parent, tables), steps(db, world, parent, tables)
+        world.name,
+        Counted(ChangeSet(db, world, parent, tables, theirs=False)),
+        steps(db, world, parent, tables),
     )
 
 
@@ -162,11 +229,12 @@ def page_footer(start: int, shown: int, total: int, what: str, call: str) -> str
     return f"(showing {what} {start + 1}-{end} of {total}{more})"
 
 
-def render(d: Diff, limit: int, offset: int) -> str:
-    ordered = d.ordered()
-    page = ordered[offset : offset + limit]
+def render(d: Diff, limit: int, offset: int, page: list[Change] | None = None) -> str:
+    """The diff's text: its summary, and a page of ``limit`` changes from ``offset`` (``page``:
+    that page, read already)."""
+    page = d.page(offset, limit) if page is None else page
     lines = [d.summary(), *(d.schema_lines() if offset == 0 else []), *map(change_line, page)]
-    footer = page_footer(offset, len(page), len(ordered), "changes", "diff")
+    footer = page_footer(offset, len(page), d.rows, "changes", "diff")
     return "\n".join(lines + ([footer] if footer else []))
 
 
@@ -214,6 +282,7 @@ def compare(db: Database, branch: str, other: str) -> Diff:
     worlds = [w for w in (left, right) if w is not None]
     out: list[Change] = []
     unlike = []
+    done = 0
     their_tables = db.tables_for(right)
     for name, (n, t) in sorted(db.tables_for(left).items()):
         there = their_tables.get(name)
@@ -222,11 +291,13 @@ def compare(db: Database, branch: str, other: str) -> Diff:
             continue
         keys = _candidate_keys(db, n, t, worlds)
         for key in sorted(keys, key=sort_key):
+            done += 1
+            check_bounds(db, done)  # (row by row in Python: within the call's time limit)
             mine, theirs = view_row(a, n, t, key), view_row(b, n, t, key)
             if mine != theirs:
                 out.append(Change(name, n, t, key, mine, theirs, None, False))
     unlike += sorted(set(their_tables) - set(db.tables_for(left)))
-    return Diff(f"{branch} -> {other}", out, unlike=unlike)
+    return Diff(f"{branch} -> {other}", Listed(out), unlike=unlike)
 
 
 def _candidate_keys(db: Database, n: int, t: TableInfo, worlds: list) -> set[tuple]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
+from ..storage import worldholds
 from ..storage.db import Database
 from . import scope
 from .policy import Counts, Hold, counts
@@ -57,9 +58,11 @@ def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list
             errors.BAD_ARGUMENT,
         )
     ruled = gate.hold is not None and gate.hold.policy is not None
-    n = counts(p) if ruled or scope.declared(p.world.meta) else Counts()  # (only if asked)
+    held_to = scope.scopes(db, p.world)
+    taken = worldholds.taken_over(db.main.conn, p.world.id) if ruled else frozenset()
+    n = counts(p, taken) if ruled or held_to else Counts()  # (only if asked)
     held = policy_reasons(db, p, gate.hold, n) if gate.hold is not None else []
-    broken = scope.breaks(db, p, n)
+    broken = scope.breaks(db, p, n, held_to)
     if broken and gate.hold is None:
         raise ChronosError(
             f"merging {p.world.name} goes outside its declared scope: {'; '.join(broken)}; "

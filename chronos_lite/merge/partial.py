@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from ..storage import events
+from ..storage import events, worldholds
 from ..storage.catalog import TableInfo
 from ..storage.db import Database
 from ..storage.fetch import one_row
@@ -22,8 +22,12 @@ def remember_merged(db: Database, p: Any) -> None:
     after the merge so the merge itself never reads as the parent changing it; and the world's
     own row becomes the same (a combined or kept-as-theirs row settles the world too), so it is
     no longer a change. When that changes the world's row, the entry gets a new stamp on the
-    world clock: for worlds forked from this one, their parent did write the row."""
+    world clock: for worlds forked from this one, their parent did write the row. A merged
+    row's mark of being kept over the parent's change goes with it (``storage.worldholds``)."""
     conn = p.parent.conn
+    worldholds.release(
+        conn, p.world.id, [(o.change.n, o.change.id) for o in p.outcomes if o.outcome != "conflict"]
+    )
     world_stamp = events.tick(conn)
     # (the tables as the merge left them: a column it renamed on main is stored so now)
     now = {n: t for n, t in db.tables_for(p.world, conn).values()}

@@ -8,10 +8,12 @@ read exactly what it would apply; a merge with reasons is held (``Held``) and ro
 from __future__ import annotations
 
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import REFUSED, ChronosError
+from ..sqltext import quote_ident
 from ..storage import mergepolicies
 from ..storage.fetch import one_row
 from ..storage.mergepolicies import Policy
@@ -61,30 +63,83 @@ def rows_text(n: int) -> str:
 
 @dataclass
 class Counts:
-    """What a merge changes, as the rules count it."""
+    """What a merge changes, as the rules count it, by the parent's names (``merge.names``)."""
 
     rows: int = 0
     deletes: int = 0
     tables: set[str] = field(default_factory=set)
     columns: set[str] = field(default_factory=set)  # table.column, as written in the schema
     overwrites: list[str] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)  # a dropped table.column: its values
+
+    @property
+    def removed(self) -> int:
+        """What max_deletes counts: rows deleted, and values of the columns dropped."""
+        return self.deletes + sum(self.dropped.values())
 
 
-def counts(p: Any) -> Counts:
+def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Counts:
+    """``taken_over``: the world's rows a rebase kept over the parent's newer change
+    (``storage.worldholds``): each is an overwrite whenever it merges."""
+    names = p.names
     out = Counts(rows=len(p.writes) + sum(s.rows for s in p.schema), deletes=p.deletes)
+    columns: dict[int, list[str]] = {}  # (per table: column_names makes a list on each read)
     for o in p.writes:
         c = o.change
-        out.tables.add(c.table)
+        out.tables.add(names.table(c.n, c.table))
+        every = columns.get(c.n) or columns.setdefault(c.n, c.t.column_names)
         before, after = c.theirs, o.result
         if before is None or after is None:
-            changed = list(c.t.column_names)
+            changed = every
         else:
-            changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
-        out.columns.update(f"{c.table}.{k}" for k in changed)
-        if c.parent_changed and o.outcome != "combined":
+            changed = [k for k in every if before.get(k) != after.get(k)]
+        out.columns.update(names.column(c.n, c.t, k) for k in changed)
+        if (c.parent_changed and o.outcome != "combined") or (
+            taken_over and (c.n, c.id) in taken_over
+        ):
             out.overwrites.append(c.where)
-    out.tables.update(s.table for s in p.schema)
+    _schema_counts(p, out)
     return out
+
+
+def _schema_counts(p: Any, out: Counts) -> None:
+    """The schema steps by the parent's names (a rename changes the table or column it
+    renames, as the policy names it); a dropped table changes each of its columns, and a
+    dropped column each row holding a value in it (and removes that value)."""
+    names = p.names
+    done: set[tuple[int, str]] = set()
+    for s in p.schema:
+        n = s.op.table_id
+        out.tables.add(names.table(n, s.table))
+        if (n, s.op.kind) in done:
+            continue
+        done.add((n, s.op.kind))
+        if s.op.kind == "drop" and n in names.parent:
+            pt = names.parent[n][1]
+            out.columns.update(f"{names.parent[n][0]}.{c}" for c in pt.column_names)
+        elif s.op.kind == "rename_column":
+            out.columns.update(f"{names.parent[n][0]}.{c}" for c in names.renamed_columns(n))
+        elif s.op.kind == "drop_column":
+            for column in names.dropped_columns(n):
+                values = _values(p, names.parent[n][0], column)
+                out.dropped[f"{names.parent[n][0]}.{column}"] = values
+                out.rows += values
+
+
+def _values(p: Any, table: str, column: str) -> int:
+    """The parent's rows holding a value in this column."""
+    source = f"main.{quote_ident(table)}" if p.parent.world is None else quote_ident(table)
+    sql = f"select count(*) from {source} where {quote_ident(column)} is not null"
+    return int(one_row(p.parent.conn.execute(sql))[0])
+
+
+def deletes_text(n: Counts) -> str:
+    """``deletes 2 rows``, ``drops column users.email, 5 values``, or both with "and"."""
+    parts = [f"deletes {rows_text(n.deletes)}"] if n.deletes or not n.dropped else []
+    parts += [
+        f"drops column {c}, {v} value{'s' if v != 1 else ''}" for c, v in n.dropped.items() if v
+    ]
+    return " and ".join(parts)
 
 
 def reasons(db: Any, p: Any, hold: Hold, n: Counts) -> list[str]:
@@ -122,8 +177,11 @@ def _limits(rules: dict, n: Counts, last_hour: Any) -> list[str]:
     out = []
     if rules["max_rows"] is not None and n.rows > rules["max_rows"]:
         out.append(f"it changes {rows_text(n.rows)} (at most {rules['max_rows']})")
-    if rules["max_deletes"] is not None and n.deletes > rules["max_deletes"]:
-        out.append(f"it deletes {rows_text(n.deletes)} (at most {rules['max_deletes']})")
+    most = rules["max_deletes"]
+    if most is not None and n.removed > most:
+        out.append(
+            f"it {deletes_text(n)} (at most {most}{' deletes' if n.removed > n.deletes else ''})"
+        )
     if rules["rows_per_hour"] is None and rules["deletes_per_hour"] is None:
         return out
     rows, deletes = last_hour()
@@ -157,6 +215,11 @@ def _table_rules(rules: dict, n: Counts) -> list[str]:
     touched = sorted(c for c in n.columns if c.lower() in columns)
     if touched:
         out.append(f"it changes {', '.join(touched)} (review_columns)")
+    out += [
+        f"it drops column {c}, {v} value{'s' if v != 1 else ''} (review_columns)"
+        for c, v in sorted(n.dropped.items())
+        if c.lower() in columns
+    ]
     return out
 
 

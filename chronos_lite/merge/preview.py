@@ -9,9 +9,10 @@ from ..errors import CONFLICT, ChronosError
 from ..sqltext import name_tokens
 from ..storage.db import Database
 from ..storage.fetch import all_rows
-from .apply import Options, Plan, plan, position
+from .apply import Options, position, prepare
 from .diff import Diff, page_footer, row_text
 from .schema import Step
+from .tally import tally
 
 COLUMNS = ["table", "id", "outcome", "detail", "base", "ours", "theirs", "result"]
 
@@ -34,15 +35,15 @@ def preview(
             f"page; preview again from offset 0",
             CONFLICT,
         )
-    p = plan(db, name, opts)
+    p, reach = prepare(db, name, opts)
     stands = position(db, p.parent)
-    summary = _summary_rows(p)
-    rows = [_row(o) for o in p.outcomes]
-    page = rows[offset : offset + limit]
+    counted = tally(db, p, reach, opts, offset, limit)  # (the counts, and this page's rows)
+    summary = _summary_rows(counted.per_table)
+    page = [_row(o) for o in counted.page]
     schema = [_schema_row(s) for s in p.schema] if offset == 0 else []
     first = [["(merge)", "", "blocked", blocked, None, None, None, None]] if blocked else []
     text = render.table(COLUMNS, first + summary + schema + page)
-    footer = page_footer(offset, len(page), len(rows), "rows", "merge_preview")
+    footer = page_footer(offset, len(page), counted.total, "rows", "merge_preview")
     tail = [
         f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
         f"version={world.version} (MERGE WORLD {name} AT VERSION {world.version}) to merge "
@@ -51,14 +52,14 @@ def preview(
         + (f"; pass version={world.version} with later pages" if footer else "")
         + "."
     ]
-    conflicts = len(p.conflicts) + sum(bool(s.conflict) for s in p.schema)
+    conflicts = counted.conflicts + sum(bool(s.conflict) for s in p.schema)
     if conflicts:
         tail.insert(
             0,
             f"{conflicts} conflict{'s' if conflicts != 1 else ''}: "
             f"the merge would be refused until they are settled",
         )
-    deletes = p.deletes
+    deletes = counted.deletes + sum(s.rows for s in p.schema)
     if deletes:
         tail.append(
             f"It deletes {deletes} row{'s' if deletes != 1 else ''} (confirm_deletes={deletes})."
@@ -75,8 +76,8 @@ def preview(
         ],
         "deletes": deletes,
         "blocked": blocked,
-        "total": len(rows),
-        "rows": [_row_data(o) for o in p.outcomes[offset : offset + limit]],
+        "total": counted.total,
+        "rows": [_row_data(o) for o in counted.page],
     }
     return "\n".join([text, *([footer] if footer else []), *tail]), data
 
@@ -85,10 +86,7 @@ def _settled(opts: Options) -> bool:
     return opts.resolve != "fail" or opts.by_columns or bool(opts.rows)
 
 
-def _summary_rows(p: Plan) -> list[list]:
-    counts: dict[str, Counter] = {}
-    for o in p.outcomes:
-        counts.setdefault(o.change.table, Counter())[o.change.kind] += 1
+def _summary_rows(per_table: dict[str, Counter]) -> list[list]:
     return [
         [
             table,
@@ -100,7 +98,7 @@ def _summary_rows(p: Plan) -> list[list]:
             None,
             None,
         ]
-        for table, k in sorted(counts.items())
+        for table, k in sorted(per_table.items())
     ]
 
 
@@ -145,7 +143,7 @@ def _row(o) -> list:
 def readers(db: Database, d: Diff) -> tuple[str, list[dict]]:
     """What in the database reads each column the branch changed: views, triggers, indexes."""
     changed: dict[tuple[str, str], None] = {}
-    for c in d.changes:
+    for c in d.each():  # (one at a time: a world may have changed many rows)
         cols = c.fields if c.kind == "update" else c.t.column_names
         for col in cols:
             changed[(c.table, col)] = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import ChronosError
-from ..storage import events, lifecycle, worlds
+from ..storage import events, lifecycle, worldholds, worlds
 from ..storage.db import Database
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from .apply import Options, check_version, conflict_error, plan
@@ -33,6 +33,7 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
             raise schema_conflict_error(world, p.parent_name, clashes, "rebasing")
         if p.conflicts:
             raise conflict_error(p, "rebasing")
+        _mark_taken_over(conn, world.id, p.outcomes)
         taken = _parent_rows_since_fork(db, world)
         parent = db.world(world.parent) if world.parent_id is not None else None
         # every table the world has now or will see after: its own and the parent's
@@ -59,6 +60,17 @@ def rebase(db: Database, name: str, opts: Options, version: int | None = None) -
         }
         db.record(conn, world.id, "rebase", len(taken - own), {"onto": p.parent_name})
     return len(taken - own)
+
+
+def _mark_taken_over(conn, world: int, outcomes: list) -> None:
+    """The rows kept over the parent's change since the fork are marked: the new fork is past
+    that change, and its merge must still count them as overwriting it (``policy.counts``). A
+    row settled theirs is the parent's again: no mark."""
+    kept = [o for o in outcomes if o.change.parent_changed and o.outcome in ("apply", "by hand")]
+    worldholds.release(
+        conn, world, [(o.change.n, o.change.id) for o in outcomes if o.outcome == "theirs"]
+    )
+    worldholds.take_over(conn, world, [(o.change.n, o.change.id) for o in kept])
 
 
 def _rebuild_overlay(

@@ -15,11 +15,11 @@ import apsw
 
 from .. import sqltext
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
-from ..storage import guard
+from ..storage import guard, worldholds
 from ..storage.fetch import all_rows
-from .policy import Counts, rows_text
+from .policy import Counts, deletes_text, rows_text
 
-KEYS = ("may_change", "tenant", "max_rows", "max_deletes")
+KEYS = worldholds.SCOPE_KEYS
 READ_ONLY = guard.Access(write=False, settings=False, branches=False)  # (rows only)
 TENANT_TIMEOUT_MS = 1000
 _CHUNK = 200
@@ -70,6 +70,45 @@ def _expression(tenant: Any) -> str:
     return tenant
 
 
+def selects_every_row(db: Any, tenant: str) -> str | None:
+    """What a tenant condition selects every row of, if it does: the condition names no
+    column (``1``, ``true``), or main's tables it can be read on have rows and it leaves none
+    of them out (``id = id``). None: it is a scope."""
+    conn = db.main.conn
+    condition = _expression(tenant)
+    checking = guard.checking(conn, READ_ONLY)
+    try:
+        with db.bounds.within(TENANT_TIMEOUT_MS, "a declared tenant's check"):
+            if _prepares(conn, f"select ({condition})"):
+                return "every table (it names no column)"
+            read = []
+            for name, (_n, t) in sorted(db.tables().items()):
+                source = f"main.{sqltext.quote_ident(t.stored)}"
+                sql = (
+                    f"select exists (select 1 from {source}), exists (select 1 from {source} "
+                    f"where not coalesce(({condition}), 0))"
+                )
+                if not _prepares(conn, sql):
+                    continue  # (its columns aren't this table's)
+                has_rows, left_out = all_rows(conn.execute(READ_ONLY.mark + sql))[0]
+                if left_out:
+                    return None
+                if has_rows:
+                    read.append(name)
+    finally:
+        checking.done()
+    return ", ".join(read) if read else None
+
+
+def _prepares(conn: Any, sql: str) -> bool:
+    """Whether SQLite prepares ``sql`` (read-only, not run)."""
+    try:
+        conn.execute(READ_ONLY.mark + "explain " + sql).fetchall()
+    except (apsw.SQLError, apsw.AuthError, apsw.BindingsError):
+        return False  # (a parameter in it, ?, is no condition on a row either)
+    return True
+
+
 def _entries(change: Any) -> list[str]:
     if isinstance(change, str):
         items = change.split(",")
@@ -83,20 +122,32 @@ def _entries(change: Any) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def breaks(db: Any, p: Any, n: Counts) -> list[str]:
-    """Each part of the world's declared scope the merge breaks (``n``: what it changes)."""
-    scope = declared(p.world.meta)
-    if not scope:
-        return []
+def scopes(db: Any, world: Any) -> list[dict[str, Any]]:
+    """The scopes a world's merge holds to: the one its fork declared (kept whatever an
+    agent's set_meta says later) and the one its meta declares now, if another."""
+    fixed = worldholds.fork_scope(db.main.conn, world.id)
+    now = declared(world.meta)
+    out = [fixed] if fixed else []
+    return [*out, now] if now and now != fixed else out
+
+
+def breaks(db: Any, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
+    """Each part of the world's scopes (``held_to``) the merge breaks (``n``: what it changes)."""
+    out: list[str] = []
+    for scope in held_to:
+        out += [r for r in _breaks(db, p, n, scope) if r not in out]
+    return out
+
+
+def _breaks(db: Any, p: Any, n: Counts, scope: dict[str, Any]) -> list[str]:
     out = []
     if scope.get("max_rows") is not None and n.rows > scope["max_rows"]:
         out.append(
             f"it changes {rows_text(n.rows)} (its declared scope's max_rows is {scope['max_rows']})"
         )
-    if scope.get("max_deletes") is not None and n.deletes > scope["max_deletes"]:
+    if scope.get("max_deletes") is not None and n.removed > scope["max_deletes"]:
         out.append(
-            f"it deletes {rows_text(n.deletes)} (its declared scope's max_deletes is "
-            f"{scope['max_deletes']})"
+            f"it {deletes_text(n)} (its declared scope's max_deletes is {scope['max_deletes']})"
         )
     if scope.get("may_change") is not None:
         out += _outside(p, _entries(scope["may_change"]))
@@ -106,22 +157,25 @@ def breaks(db: Any, p: Any, n: Counts) -> list[str]:
 
 
 def _outside(p: Any, entries: list[str]) -> list[str]:
+    """The first change outside ``may_change``, judged by the parent's names (what the fork
+    named): a table the world renamed is still the table it was."""
     tables = {e.lower() for e in entries if "." not in e}
     columns = {e.lower() for e in entries if "." in e}
     said = ", ".join(entries)
+    names = p.names
     for s in p.schema:
-        if s.table.lower() not in tables:
+        if names.table(s.op.table_id, s.table).lower() not in tables:
             return [f"it changes the schema of {s.table}, outside its may_change ({said})"]
     for o in p.writes:
         c = o.change
-        if c.table.lower() in tables:
+        if names.table(c.n, c.table).lower() in tables:
             continue
         before, after = c.theirs, o.result
         if before is None or after is None:
             what = "inserts" if before is None else "deletes"
             return [f"it {what} {c.where}, outside its may_change ({said})"]
         changed = [k for k in c.t.column_names if before.get(k) != after.get(k)]
-        wrong = [k for k in changed if f"{c.table}.{k}".lower() not in columns]
+        wrong = [k for k in changed if names.column(c.n, c.t, k).lower() not in columns]
         if wrong:
             return [f"it changes {c.where}'s {', '.join(wrong)}, outside its may_change ({said})"]
     return []
@@ -146,12 +200,11 @@ def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
 
 
 def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | None:
-    names = ["scope_n", *t.column_names]
+    columns = t.column_names  # (a list made on each read)
+    names = ["scope_n", *columns]
     cols = ", ".join(sqltext.quote_ident(n) for n in names)
     values = ", ".join("(" + ", ".join("?" for _ in names) + ")" for _ in rows)
-    params = [
-        v for i, (_w, row) in enumerate(rows) for v in (i, *(row.get(c) for c in t.column_names))
-    ]
+    params = [v for i, (_w, row) in enumerate(rows) for v in (i, *(row.get(c) for c in columns))]
     sql = (
         f"with scope_row({cols}) as (values {values}) select scope_n from scope_row "
         f"where not coalesce(({tenant}), 0) limit 1"
@@ -161,7 +214,7 @@ def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | N
     try:
         with db.bounds.within(TENANT_TIMEOUT_MS, "a declared tenant's check"):
             found = all_rows(conn.execute(READ_ONLY.mark + sql, params))
-    except (apsw.SQLError, apsw.AuthError) as exc:
+    except (apsw.SQLError, apsw.AuthError, apsw.BindingsError) as exc:  # (BindingsError: a ?)
         raise ChronosError(
             f"{p.world.name}'s declared tenant ({tenant}) can't be read on {t.name}'s rows "
             f"({exc}): set_meta it to a condition on their columns; nothing was merged",

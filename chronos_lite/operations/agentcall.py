@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import apsw
+
 from ..errors import REFUSED, ChronosError
 from ..storage import audit, faults, slots
 from ..storage.branchref import BranchRef
@@ -44,7 +46,8 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
     # the run fields before the call (a merge ends its world); a read needs them only if refused
     fields = {} if op.read_only else _run_fields(db, op.name, args)
     try:
-        read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
+        with db.bounds.paused():  # (chronos' own reads, as the audit's write: not the call's)
+            read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
         if read_again and db.bounds.active:  # (begun by the MCP server, with older quotas)
             db.bounds.reset(limits_of(caller))
         caller.run = fields.get("run_id")
@@ -96,11 +99,16 @@ def _record(
         rows,
         fields,
     )
-    try:
-        with db.write(db.main.conn) as conn:
-            audit.record(conn, entry)
-    except ChronosError:
-        pass  # (a busy or full disk: the call's own outcome is what the caller must hear)
+    with db.bounds.paused():  # (chronos' own: the call's limit doesn't stop it)
+        for _attempt in range(2):
+            try:
+                with db.write(db.main.conn) as conn:
+                    audit.record(conn, entry)
+                return
+            except apsw.InterruptError:
+                continue  # (an interrupt meant for the call, landing here: spent, again)
+            except (ChronosError, *faults.FAULTS):
+                return  # (a full disk, say: the call's own outcome is what the caller must hear)
 
 
 def _branch(tool: str, args: dict) -> str:
@@ -110,6 +118,11 @@ def _branch(tool: str, args: dict) -> str:
 
 def _run_fields(db: Any, tool: str, args: dict) -> dict[str, str]:
     """The run fields of the call's branch: its meta's (a fork's: the meta it is given)."""
+    with db.bounds.paused():  # (chronos' own read: not the call's to stop)
+        return _read_run_fields(db, tool, args)
+
+
+def _read_run_fields(db: Any, tool: str, args: dict) -> dict[str, str]:
     if tool in ("fork", "set_meta"):
         meta = args.get("meta")
         return audit.run_fields(meta if isinstance(meta, dict) else None)

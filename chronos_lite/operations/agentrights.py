@@ -47,7 +47,7 @@ def listed(name: str, caller: Caller) -> bool:
     if name in ("restore", "rollback"):
         return "restore" in rights
     if name == "undo_merge":
-        return caller.policy is None and ("admin" in rights or {"restore", "merge"} <= rights)
+        return main_closed(caller) is None and ("admin" in rights or {"restore", "merge"} <= rights)
     if name in RULE_SETTERS:
         return "admin" in rights
     return True
@@ -56,7 +56,28 @@ def listed(name: str, caller: Caller) -> bool:
 def writes_main(caller: Caller) -> bool:
     """Whether the agent's own writes may change main: with write_main, while no merge policy
     holds it and the database is in development (else main changes only by its merges)."""
-    return "write_main" in caller.rights and caller.policy is None and not caller.production
+    return "write_main" in caller.rights and main_closed(caller) is None
+
+
+def main_closed(caller: Caller) -> str | None:
+    """Why main changes only by the agent's merges (its merge policy, or production mode), so
+    that its writes, restores, rollbacks and undos never reach main; None: they may."""
+    if caller.policy is not None:
+        return f"it keeps to merge policy {caller.policy}"
+    if caller.production:
+        return "the database is in production mode"
+    return None
+
+
+def main_rewrite_refused(caller: Caller, what: str) -> ChronosError:
+    """An agent under a merge policy (or in production) can't put main back by itself: a
+    restore, rollback or undo there would change main around the merge its rules judge."""
+    return ChronosError(
+        f"agent {caller.name} can't {what}: {main_closed(caller)}, so main changes only by a "
+        f"merge a person or its policy lets through; on its own worlds it may; ask a person "
+        f"to {what}",
+        REFUSED,
+    )
 
 
 # Operations that write the branch they name (as put: on its own worlds with write_own, main
@@ -84,14 +105,16 @@ def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> No
     elif name == "merge":
         _need_merge(db, branch, args.get("into"), caller)
     elif name in ("restore", "rollback"):
-        _need(caller, {"restore"}, f"{name.replace('_', ' ')} {_where(branch)}")
+        _need(caller, {"restore"}, f"{name} {_where(branch)}")
+        if BranchRef.parse(branch).is_main and main_closed(caller) is not None:
+            raise main_rewrite_refused(caller, f"{name} main")
     elif name == "undo_merge":
         if not ("admin" in rights or {"restore", "merge"} <= rights):
             raise _refused(caller, "undo a merge", "admin, or restore and merge")
-        if caller.policy is not None:
+        if main_closed(caller) is not None:
             raise ChronosError(
-                f"agent {caller.name} keeps to merge policy {caller.policy}, and undo_merge is "
-                f"never an agent's under a merge policy: a person undoes a merge",
+                f"agent {caller.name} can't undo a merge: {main_closed(caller)}, and undo_merge "
+                f"is never an agent's then: a person undoes a merge",
                 REFUSED,
             )
     elif name in DECIDES_ITSELF:
@@ -228,14 +251,9 @@ def _need_merge(db: Any, branch: str | None, into: str | None, caller: Caller) -
 def _main_refused(caller: Caller) -> ChronosError:
     if "write_main" not in caller.rights:
         return _refused(caller, "write main", "write_main", _MAIN_HINT)
-    why = (
-        f"it keeps to merge policy {caller.policy}"
-        if caller.policy is not None
-        else "the database is in production mode"
-    )
     return ChronosError(
-        f"agent {caller.name} can't write main directly: {why}, so main changes only by a "
-        f"merge; {_MAIN_HINT}, then merge it",
+        f"agent {caller.name} can't write main directly: {main_closed(caller)}, so main "
+        f"changes only by a merge; {_MAIN_HINT}, then merge it",
         REFUSED,
     )
 

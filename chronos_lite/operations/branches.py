@@ -41,8 +41,9 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     idempotent=True,
 )
 def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
-    reviewing.check_scope(db, args["meta"], caller)
-    world = lifecycle.set_meta(db, args["branch"], args["meta"])
+    reviewing.check_scope(db, args["meta"], caller, branch=args["branch"])
+    # (an agent's set_meta leaves the scope its fork declared standing; a person's replaces it)
+    world = lifecycle.set_meta(db, args["branch"], args["meta"], rescope=caller.mode != "agent")
     return Reply(
         f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
         {"branch": world.name, "meta": world.meta},

@@ -10,6 +10,7 @@ from .. import render
 from ..history import prune, restore, undo
 from ..storage import events, moments
 from ..storage.db import Database
+from . import agentrights
 from .registry import Caller, Reply, operation
 
 
@@ -132,7 +133,13 @@ def config_op(db: Database, args: dict, caller: Caller) -> Reply:
     mcp=False,
 )
 def undo_agent_op(db: Database, args: dict, caller: Caller) -> Reply:
-    done = undo.undo_agent(db, args["agent"], args["since"], args.get("run"))
+    closed = caller.mode == "agent" and agentrights.main_closed(caller) is not None
+    refusal = (
+        agentrights.main_rewrite_refused(caller, f"undo {args['agent']}'s changes on main")
+        if closed
+        else None
+    )
+    done = undo.undo_agent(db, args["agent"], args["since"], args.get("run"), refusal)
     noun = "row" if done.rows == 1 else "rows"
     text = f"UNDO AGENT {args['agent']}: {done.rows} {noun} put back"
     if done.branches:

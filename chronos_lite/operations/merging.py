@@ -50,9 +50,8 @@ def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
     data = {"branch": branch, "count": d.count, "summary": d.summary()}
     if args.get("count"):
         return Reply(d.summary(), data)
-    ordered = d.ordered()
     offset, limit = args.get("offset", 0), args.get("limit", 20)
-    page = ordered[offset : offset + limit]
+    page = d.page(offset, limit)  # (only the page's rows are read: the counts come from SQL)
     data["changes"] = [merge_diff.change_data(c) for c in page]
     schema = [s.op.sql(s.table) + ";" for s in d.schema] if offset == 0 else []
     if d.schema:
@@ -60,13 +59,13 @@ def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
             {"table": s.table, "kind": s.op.kind, "sql": s.op.sql(s.table)} for s in d.schema
         ]
     if args.get("as_sql"):
-        footer = merge_diff.page_footer(offset, len(page), len(ordered), "changes", "diff")
+        footer = merge_diff.page_footer(offset, len(page), d.rows, "changes", "diff")
         text = "\n".join(
             [f"-- {d.summary()}", *schema, *(merge_diff.change_sql(c) for c in page)]
             + ([f"-- {footer}"] if footer else [])
         )
         return Reply(text, data)
-    return Reply(merge_diff.render(d, limit, offset), data)
+    return Reply(merge_diff.render(d, limit, offset, page), data)
 
 
 @operation(

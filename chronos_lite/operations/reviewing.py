@@ -17,8 +17,9 @@ from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
-from ..merge.policy import Held, Hold, because
-from ..storage import mergepolicies, moments, reviews
+from ..merge.policy import PRODUCTION, Held, Hold, because
+from ..storage import lifecycle, mergepolicies, moments, reviews, worldholds
+from ..storage import mode as db_mode
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.reviews import Review
@@ -81,22 +82,45 @@ def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) 
     return None
 
 
-def check_scope(db: Database, meta: dict, caller: Caller, forking: bool = False) -> None:
-    """A declared scope in a fork's (or set_meta's) meta must be one the merge can hold to;
-    an agent whose merge policy has require_scope forks only with may_change or tenant."""
+def check_scope(
+    db: Database, meta: dict, caller: Caller, forking: bool = False, branch: str = ""
+) -> None:
+    """A declared scope in a fork's (or set_meta's, of ``branch``) meta must be one the merge
+    can hold to. An agent whose merge policy has require_scope keeps one: its fork declares
+    may_change or a tenant that doesn't select every row, and set_meta can't take it out (its
+    fork's scope is held at its merge whatever meta says later)."""
     scope.check_meta(meta)
-    if not forking or caller.mode != "agent" or caller.policy is None:
+    if caller.mode != "agent" or caller.policy is None:
         return
     policy = mergepolicies.find(db.main.conn, caller.policy)
     if policy is None or not policy.rules["require_scope"]:
         return
-    if meta.get("may_change") is None and meta.get("tenant") is None:
+    after = meta
+    if not forking and branch != "main":  # (set_meta refuses main itself)
+        after = lifecycle.meta_after(db.world(branch).meta, meta)
+    requires = f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope"
+    if after.get("may_change") is None and after.get("tenant") is None:
+        if not forking:
+            raise ChronosError(
+                f"{requires}: a world's declared scope stays (its fork's is held at its merge "
+                f"in any case); keep may_change or tenant in its meta",
+                REFUSED,
+            )
         raise ChronosError(
-            f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope: "
-            f'declare what the world may change in its meta, as {{"may_change": "leads.status, '
-            f'lists"}} or {{"tenant": "org_id = 42"}} (with intent and run if you like)',
+            f"{requires}: declare what the world may change in its meta, as "
+            f'{{"may_change": "leads.status, lists"}} or {{"tenant": "org_id = 42"}} (with '
+            f"intent and run if you like)",
             REFUSED,
         )
+    if after.get("may_change") is None and ("tenant" in meta or "may_change" in meta):
+        every = scope.selects_every_row(db, after["tenant"])
+        if every:
+            raise ChronosError(
+                f"{requires}: its tenant ({after['tenant']}) selects every row of {every}, so "
+                f"it isn't a scope; declare one that some rows don't meet, as "
+                f'"org_id = 42", or may_change',
+                REFUSED,
+            )
 
 
 def queued(db: Database, held: Held, caller: Caller) -> ChronosError:
@@ -154,6 +178,9 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
         world = open_worlds[r.world]
         changes = _changes(merge_diff.diff(db, world.name))
         declared = scope.declared(world.meta, shown=True)
+        fixed = worldholds.fork_scope(db.main.conn, world.id)
+        if fixed and fixed != scope.declared(world.meta):  # (its merge holds to both)
+            declared["at fork"] = ", ".join(f"{k} {v}" for k, v in fixed.items())
         verdict = f"{r.verdict} by {r.reviewer}: {r.reason}" if r.verdict else ""
         row = [
             world.name,
@@ -215,7 +242,7 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
             f"{world.name} isn't waiting in reviews: SHOW REVIEWS lists the held merges",
             NOT_FOUND,
         )
-    _need_reviewer(db, r, world.name, caller)
+    _need_reviewer(db, r, world, caller, verdict)
     if verdict == "approve":
         over = _confirm_over(db, world.owner)
         p = merge_apply.merge(
@@ -240,17 +267,36 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
     )
 
 
-def _need_reviewer(db: Database, r: Review, name: str, caller: Caller) -> None:
-    """Only the reviewer the holding policy names (or the database's own user) decides."""
-    if caller.mode == "owner" or (caller.mode == "agent" and "admin" in caller.rights):
+def _need_reviewer(db: Database, r: Review, world: Any, caller: Caller, verdict: str) -> None:
+    """Only the reviewer the holding policy names (or the database's own user, or an admin
+    agent) decides; no agent decides its own world, and only a person approves what
+    production mode held."""
+    if caller.mode == "owner":
+        return
+    whom = f"agent {caller.name}" if caller.mode == "agent" else "safe mode"
+    if world.owner.lower() == caller.name.lower():
+        raise ChronosError(
+            f"{whom} can't review {world.name}: it is its own world, and no one decides their "
+            f"own merge; a person merges or discards it",
+            REFUSED,
+        )
+    if verdict == "approve" and (
+        PRODUCTION in r.reasons or db_mode.mode(db.main.conn) == "production"
+    ):
+        raise ChronosError(
+            f"{whom} can't approve {world.name}: {PRODUCTION}, so only a person approves it "
+            f"(chronos {db.folder} merge {world.name} --version {r.version}); a reviewer may "
+            f"reject or pass",
+            REFUSED,
+        )
+    if caller.mode == "agent" and "admin" in caller.rights:
         return
     policy = mergepolicies.find(db.main.conn, r.policy) if r.policy else None
     reviewer = policy.rules["reviewer"] if policy else None
     if reviewer is None or reviewer.lower() != caller.name.lower():
         who = f"its reviewer, {reviewer}" if reviewer else "a person (its policy names no reviewer)"
-        whom = f"agent {caller.name}" if caller.mode == "agent" else "safe mode"
         raise ChronosError(
-            f"{whom} can't review {name}: {who} decides it "
+            f"{whom} can't review {world.name}: {who} decides it "
             f"(merge policy {r.policy or '(production mode)'}); a person merges or discards it",
             REFUSED,
         )

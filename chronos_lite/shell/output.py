@@ -25,6 +25,7 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """psql's \\x: a record per row, a line per column."""
     if not rows:
         return "(0 rows)"
+    columns = [render.terminal(c) for c in columns]
     width = max(len(c) for c in columns) if columns else 0
     values = [[render.cell(v) for v in row] for row in rows]
     longest = max((len(v) for row in values for v in row), default=0)
@@ -56,14 +57,16 @@ def _csv_value(value: Any) -> Any:
 
 
 def json_text(data: Any) -> str:
-    """Data as one line of strict JSON (values JSON can't hold as ``render`` spells them)."""
-    return json.dumps(render.finite(data), ensure_ascii=False, default=render.json_default)
+    """Data as one line of strict JSON (values JSON can't hold as ``render`` spells them; what
+    a terminal would obey as JSON's escapes)."""
+    text = json.dumps(render.finite(data), ensure_ascii=False, default=render.json_default)
+    return render.json_text(text)
 
 
 def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A result as one line of JSON: an array of row objects."""
     data = [dict(zip(columns, (render.json_value(v) for v in row))) for row in rows]
-    return json.dumps(data, ensure_ascii=False, default=render.json_default)
+    return render.json_text(json.dumps(data, ensure_ascii=False, default=render.json_default))
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], mode: str, width: int) -> str:

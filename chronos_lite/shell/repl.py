@@ -24,6 +24,7 @@ from pygments.lexers.sql import SqlLexer  # type: ignore[import-untyped]  # (no 
 
 import chronos_lite
 
+from .. import render
 from ..operations.registry import REGISTRY
 from ..statements import chronos as chronos_sql
 from ..storage.branchref import BranchRef
@@ -174,7 +175,8 @@ def run(
         output=output,
     )
     shell.out.write(
-        f"chronos {chronos_lite.__version__} — {folder}, branch {shell.branch}. \\? for help.\n"
+        render.terminal(f"chronos {chronos_lite.__version__} — {folder}, branch {shell.branch}.")
+        + " \\? for help.\n"
     )
     for line in startup:
         shell.run_input(line, "startup")

@@ -8,7 +8,6 @@ fails and rolls back) and the shell goes on.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import threading
@@ -20,7 +19,7 @@ from typing import Any, TextIO
 
 import apsw
 
-from .. import sqltext
+from .. import render, sqltext
 from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
@@ -78,10 +77,10 @@ class Shell:
     # --- the prompt ---------------------------------------------------------------------
 
     def prompt(self) -> str:
-        return f"{self.branch}={'*' if self.pending is not None else ''}> "
+        return f"{render.terminal(self.branch)}={'*' if self.pending is not None else ''}> "
 
     def continuation(self) -> str:
-        return f"{self.branch}-> ".rjust(len(self.prompt()))
+        return f"{render.terminal(self.branch)}-> ".rjust(len(self.prompt()))
 
     @staticmethod
     def is_complete(text: str) -> bool:
@@ -197,13 +196,13 @@ class Shell:
         results = reply.data["results"]
         for result in results[first : None if last is None else last + 1]:
             if self.format == "json" and "data" in result:  # a chronos statement's data
-                self._print(output.json_text(result["data"]))
+                self._print(output.json_text(result["data"]), exact=True)
             elif "columns" in result:
                 self._result(result["columns"], result["rows"])
             elif self.format == "json":
-                self._print(json.dumps({"tag": result["tag"]}, ensure_ascii=False))
+                self._print(output.json_text({"tag": result["tag"]}), exact=True)
             elif self.format == "csv" and "data" not in result:
-                self.err.write(result["tag"] + "\n")  # stdout: CSV only
+                self.err.write(render.terminal(result["tag"]) + "\n")  # stdout: CSV only
             else:  # (a chronos statement's report, DIFF's, is what was asked for)
                 self._print(result["tag"])
         if reply.data.get("rolled_back"):
@@ -212,9 +211,9 @@ class Shell:
 
     def _result(self, columns: list[str], rows: list[list[Any]]) -> None:
         if self.format == "json":
-            self._print(output.json_rows(columns, rows))
+            self._print(output.json_rows(columns, rows), exact=True)
         elif self.format == "csv":
-            self._print(output.csv_text(columns, rows))
+            self._print(output.csv_text(columns, rows), exact=True)
         else:
             width = output.terminal_size().columns if self.expanded == "auto" else 0
             self._print(output.table(columns, rows, self.expanded, width))
@@ -295,9 +294,9 @@ class Shell:
             args["from"] = self.branch  # (fork) from the shell's branch, as FORK WORLD
         reply = self.call(op.name, args)
         if as_json or self.format == "json":
-            self._print(output.json_text(reply.data))
+            self._print(output.json_text(reply.data), exact=True)
         elif reply.table and self.format == "csv":
-            self._print(output.csv_text(*reply.table))
+            self._print(output.csv_text(*reply.table), exact=True)
         elif reply.table and self.expanded == "on":  # (auto: the MCP tool's text as it is)
             self._result(*reply.table)
         else:
@@ -379,7 +378,11 @@ class Shell:
 
     # --- output -------------------------------------------------------------------------
 
-    def _print(self, text: str) -> None:
+    def _print(self, text: str, exact: bool = False) -> None:
+        """Write a result: what a terminal would obey escaped (``render.terminal``), but in
+        ``exact`` data (CSV: every character of its values, for a program; JSON: those as
+        JSON's own escapes already)."""
+        text = text if exact else render.terminal(text)
         if self.file is not None:
             self.file.write(text + "\n")
             self.file.flush()
@@ -390,7 +393,7 @@ class Shell:
         """What the shell says of itself (now on w, Timing is on): beside the results, or on
         stderr when stdout carries JSON or CSV for a program to read."""
         if self.format in ("json", "csv"):
-            self.err.write(text + "\n")
+            self.err.write(render.terminal(text) + "\n")
             self.err.flush()
         else:
             self._print(text)
@@ -398,15 +401,15 @@ class Shell:
     def _tag(self, tag: str) -> None:
         """A statement's tag (BEGIN, ROLLBACK) as its format shows tags."""
         if self.format == "json":
-            self._print(json.dumps({"tag": tag}))
+            self._print(output.json_text({"tag": tag}), exact=True)
         elif self.format == "csv":
-            self.err.write(tag + "\n")
+            self.err.write(render.terminal(tag) + "\n")
         else:
             self._print(tag)
 
     def _error(self, message: str, where: str) -> None:
         prefix = f"{where}: " if where else ""
-        self.err.write(f"{prefix}ERROR: {message}\n")
+        self.err.write(render.terminal(f"{prefix}ERROR: {message}") + "\n")
         self.err.flush()
 
     def close(self) -> None:

@@ -149,6 +149,8 @@ def _run(
     committed = False  # some of the call's writes are committed already (its own COMMIT)
     for index, stmt in enumerate(statements, start=1):
         try:
+            if not on_main and index > 1:  # (an earlier statement may have rolled back)
+                db.keep_placed(session)
             commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
             if commits and not on_main:
                 worldrun.deferred_keys_kept(conn)
@@ -181,8 +183,8 @@ def _run(
         outcome.rolled_back_open = True
     elif writes and explicit and schema is not None and _committed(db, conn, before, clock, schema):
         # writes outside the call's own BEGIN ... COMMIT (each its own transaction, or one a
-        # RELEASE committed): recorded after them
-        with db.write(db.main.conn) as main:
+        # RELEASE committed): recorded after them (committed: no limit of the call stops it)
+        with db.bounds.paused(), db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
 
@@ -388,7 +390,7 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
             if not call.access.settings:
                 checked.denied = checked.denied or guard.Denial("settings", _lead(stmt))
                 return False
-            checked.access = None
+            checked.access, checked.unjudged = None, call.access
         if checked.altered:
             prefixed.append(_prefixed_objects(conn))
         checked.acted = checked.altered = False
@@ -451,6 +453,14 @@ def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
         return ChronosError(
             f"{denial.name} isn't readable: an agent's token is kept only as a salted hash, "
             f"which no statement reads; SHOW AGENTS lists the agents",
+            errors.REFUSED,
+        )
+    if denial.kind == "owner":
+        return ChronosError(
+            f"{denial.name} is the database's own user's only, never an agent's (an admin's "
+            f"neither): it reaches past what this check sees (another file, SQLite's record of "
+            f"the schema), where a statement could read the agents' token hashes; a person runs "
+            f"it with chronos <folder> sql",
             errors.REFUSED,
         )
     if access.refusal is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .. import errors
+from .. import errors, names
 from ..errors import ChronosError
 from .fetch import all_rows
 
@@ -131,6 +131,7 @@ def create(
 ) -> tuple[Agent, str]:
     """A new agent (in the caller's write transaction) and its token, the only time it is
     seen."""
+    names.check(name, "an agent's name")
     if name.lower() in RESERVED:
         raise ChronosError(
             f"{name} can't be an agent's name: history and worlds' owner say owner for the "

@@ -390,6 +390,7 @@ class Database:
         # another connection wrote the world, or a rollback took back what this one made
         temp = one_row(session.conn.execute("pragma temp.schema_version"))[0]
         stale = session.seen != world.version or temp != session.temp_version
+        stale = stale or not placement.intact(session)
         own = session.conn.get_autocommit()  # (else: inside the caller's transaction)
         if own:
             session.conn.execute("BEGIN")
@@ -404,6 +405,21 @@ class Database:
             if own:
                 session.conn.execute("COMMIT")
         return session
+
+    def keep_placed(self, session: Session) -> None:
+        """Within a call on a world: if a rollback took back TEMP objects made for it in the
+        transaction (a table it first wrote, an FTS5 copy), it is placed again, in the state
+        the rollback left."""
+        if session.world is None or session.past or placement.intact(session):
+            return
+        schema = self.schema_for(session.world, session.conn)
+        placement.place(session, schema, self._history_triggers(), True, None, self._tables)
+
+    def damaged_copies(self) -> list[tuple[str, str]]:
+        """The worlds' TEMP copies of FTS5 indexes found damaged, as (branch, index); each
+        such world is placed again at its next call (its copies rebuilt from its rows)."""
+        with self.bounds.paused():  # (chronos' own check, after a call failed)
+            return placement.damaged_copies(list(self._worlds.values()))
 
     def invalidate(self, world_id: int) -> None:
         """A world's rows were rewritten directly (a merge settling them, a rebase): its
@@ -490,8 +506,10 @@ class Database:
         placement.keep_view(session, name, most)
 
     def end_call(self, session: Session) -> None:
-        """A call ended: TEMP objects it created go, unless they last (``keep_temp``)."""
-        placement.end_call(session, self.keep_temp)
+        """A call ended: TEMP objects it created go, unless they last (``keep_temp``); chronos'
+        own clean-up, which the call's limit doesn't stop (what it did may be committed)."""
+        with self.bounds.paused():
+            placement.end_call(session, self.keep_temp)
 
     def close_session(self, world_id: int) -> None:
         """A world ended: its connection goes."""

@@ -50,7 +50,13 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
     said = f"(SQLite: {str(exc).split(': ', 1)[-1]})"
     nothing = "nothing was changed"
     bounds: limits.Bounds = db.bounds
-    if isinstance(exc, apsw.InterruptError):
+    if isinstance(exc, apsw.InterruptError) or (
+        # (the call's stop, met as an allocation failed: an aggregate's, say)
+        isinstance(exc, apsw.NoMemError) and bounds.active and bounds.stopped is not None
+    ):
+        return interrupted(bounds)
+    if bounds.over_memory(exc):  # (one allocation past the call's memory limit)
+        bounds.stopped = limits.MEMORY
         return interrupted(bounds)
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         until = (
@@ -75,6 +81,9 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
             f"still there, then try again",
             IO_ERROR,
         )
+    vtab = getattr(exc, "extendedresult", 0) == apsw.SQLITE_CORRUPT_VTAB
+    if isinstance(exc, apsw.CorruptError) and vtab:
+        return _index_damaged(db, said, nothing)
     if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
         db.forget_pages()  # a bad read must not stay in the page cache once the disk reads right
     if isinstance(exc, apsw.CorruptError):
@@ -115,8 +124,39 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
     )
 
 
+def _index_damaged(db: Any, said: str, nothing: str) -> ChronosError:
+    """A virtual table found its own data inconsistent (an FTS5 index: SQLite's pages are
+    sound): a world's TEMP copy of one (rebuilt at the world's next call), or one of main's."""
+    copies = db.damaged_copies()
+    if copies:
+        which = ", ".join(f"{name} (on {branch})" for branch, name in copies)
+        return ChronosError(
+            f"a world's temporary copy of a full-text index is damaged: {which} {said}; "
+            f"{nothing}, and the database file is fine: the copy is rebuilt from the world's "
+            f"rows at its next call, try again",
+            CORRUPT,
+        )
+    return ChronosError(
+        f"a full-text index (FTS5) is damaged, or out of step with its table's rows {said}: "
+        f"{nothing}; the index's own data is wrong, not the file's pages (an FTS5 'delete' "
+        f"must give the values the row was indexed with): rebuild the index with INSERT INTO "
+        f"<index>(<index>) VALUES ('rebuild'), and check the file with `chronos {db.folder} "
+        f'sql "pragma integrity_check"`',
+        CORRUPT,
+    )
+
+
 def interrupted(bounds: limits.Bounds) -> ChronosError:
     """The call was stopped: by its time limit, a cancel, or Ctrl-C."""
+    error = _interrupted(bounds)
+    if not bounds.commits:
+        return error
+    # (stopped after a write it committed, building its reply say: the write stays)
+    kept = "stopped after its change was committed (the change stays: look before trying again)"
+    return ChronosError(error.message.replace("rolled back, nothing was changed", kept), error.code)
+
+
+def _interrupted(bounds: limits.Bounds) -> ChronosError:
     if bounds.stopped == limits.TIMEOUT:
         whose = bounds.limit_from or "its limit"
         if bounds.limit_from.startswith("merge check"):
@@ -150,7 +190,7 @@ def interrupted(bounds: limits.Bounds) -> ChronosError:
     if bounds.stopped == limits.CANCELLED:
         return ChronosError(
             "canceling statement due to user request: the call was cancelled and rolled back, "
-            "nothing was changed",
+            "nothing was changed",  # (interrupted() words it when a commit came first)
             QUERY_CANCELED,
         )
     return ChronosError("cancelled: the statement was stopped; nothing changed", QUERY_CANCELED)

@@ -11,9 +11,16 @@ the call's ``Access``:
 * a call without write access (safe mode off its own worlds, a branch as it was) runs nothing
   else: no row write, no schema change, no transaction statement, no setting;
 * settings (a PRAGMA that sets, ATTACH, DETACH, ANALYZE, REINDEX) need ``settings`` access;
+  what reaches past the guard, another file (ATTACH, VACUUM INTO) or SQLite's own record of the
+  schema (PRAGMA writable_schema), is the database's own user's only (``owner``): an agent, an
+  admin too, could read through it what no statement reads;
 * whatever the access, chronos' own objects (``_chronos_*``) are written only by chronos'
   triggers, no statement creates an object in chronos' namespace or a trigger on its tables, and
   a world's statement never writes main's tables by their qualified name.
+
+An app's trigger fired by chronos' own SQL (a put, a merge writing main) was never judged: its
+body isn't checked when it is created, only when a statement that fires it is prepared. So
+there too it reads no token hash and writes none of chronos' tables (``TriggerRefused``).
 
 Chronos' triggers are trusted by identity: the names chronos gave the triggers it made on this
 connection (main's history triggers, a world's INSTEAD OF triggers), which no statement can
@@ -29,7 +36,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from ..errors import ChronosError
+from ..errors import REFUSED, ChronosError
 from .catalog import PREFIX
 
 OK, DENY = apsw.SQLITE_OK, apsw.SQLITE_DENY
@@ -115,6 +122,9 @@ READ_BARE = READ_WITH_ARGUMENT | {
     "data_version",
     "foreign_keys",
 }
+# PRAGMAs that reach past the guard: SQLite's record of the schema written as rows (a table of
+# chronos' renamed to be read, in this file or a copy attached).
+OWNER_PRAGMAS = {"writable_schema"}
 
 
 def reading_pragma(name: str, argument: str | None) -> bool:
@@ -127,7 +137,8 @@ class Denial:
     """Why the guard refused an action: ``kind`` is ``write`` (the call may only read),
     ``settings``, ``own`` (chronos' objects), ``main`` (main's table from a world),
     ``secret`` (a token's hash), ``read`` (another branch, for a caller that may read only
-    its own) or ``admin`` (the agents and the audit trail); ``name`` what the action named."""
+    its own), ``admin`` (the agents and the audit trail) or ``owner`` (another file, SQLite's
+    record of the schema: the database's own user's only); ``name`` what the action named."""
 
     kind: str
     name: str = ""
@@ -142,23 +153,43 @@ class Access:
     settings: bool = True
     refusal: Callable[[Denial], ChronosError] | None = None
     branches: bool = True  # may read other branches through SQL (chronos_diff('w'), ...)
+    # the database's own user: ATTACH, VACUUM INTO, PRAGMA writable_schema (never an agent)
+    owner: bool = False
 
     @property
     def mark(self) -> str:
         """What a user's statement is prepared under, before its text: SQLite's statement cache
         (which doesn't ask the authorizer again) then never hands a statement authorized for one
         access to a call with another, nor one chronos prepared unchecked to a user."""
-        return _MARKS[self.write, self.settings, self.branches]
+        return _MARKS[self.write, self.settings, self.branches, self.owner]
 
 
 _MARKS = {
-    (w, s, b): f"/* chronos: user sql ({'write' if w else 'read'}, {'all' if s else 'rows'}"
-    f"{'' if b else ', own branches'}) */\n"
+    (w, s, b, o): f"/* chronos: user sql ({'write' if w else 'read'}, {'all' if s else 'rows'}"
+    f"{'' if b else ', own branches'}{', owner' if o else ''}) */\n"
     for w in (True, False)
     for s in (True, False)
     for b in (True, False)
+    for o in (True, False)
 }
-OWNER = Access()
+OWNER = Access(owner=True)
+
+
+class TriggerRefused(ChronosError):
+    """An app's trigger or view, run by chronos' own SQL, did what no statement may."""
+
+    def __init__(self, name: str, denial: Denial) -> None:
+        what = (
+            f"read {denial.name}, which no statement reads"
+            if denial.kind == "secret"
+            else f"write chronos' own table {denial.name}"
+        )
+        shown = name if not _ours(name) else "<name>"  # (a world's copy of one: chronos' name)
+        super().__init__(
+            f"the app's trigger or view {shown} tried to {what}: nothing was changed; a person "
+            f'drops it (chronos <folder> sql "drop trigger {shown}", or drop view)',
+            REFUSED,
+        )
 
 
 @dataclass
@@ -173,6 +204,9 @@ class Guard:
     # prepares its writes as it connects, even to be read
     shadows: frozenset[str] = frozenset()
     denied: Denial | None = None
+    # a statement running unjudged (VACUUM: it asks nothing) for this access: only the file it
+    # attaches (VACUUM INTO's) is checked
+    unjudged: Access | None = None
     calls: int = 0  # actions asked about in this statement (0: SQLite's cache had it prepared)
     acted: bool = False  # an action other than a read was allowed in this statement
     altered: bool = False  # an ALTER TABLE was allowed in this statement
@@ -192,7 +226,7 @@ class Guard:
 
     def done(self) -> None:
         """The user's statement ended: chronos' own SQL runs unchecked again."""
-        self.access = None
+        self.access = self.unjudged = None
 
     def __call__(
         self, op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
@@ -210,8 +244,10 @@ class Guard:
                     if self.denied is None:
                         self.denied = Denial("main", one or "")
                     return DENY
-        if access is None or (trigger is not None and trigger in self.trusted):
+        if trigger is not None and trigger in self.trusted:
             return OK
+        if access is None:
+            return self._unjudged(op, one or "", two or "", trigger)
         self.calls += 1
         denial = self._decide(op, one or "", two or "", db, access)
         if denial is None:
@@ -220,9 +256,24 @@ class Guard:
             self.denied = denial
         return DENY
 
+    def _unjudged(self, op: int, one: str, two: str, trigger: str | None) -> int:
+        """Chronos' own SQL runs unchecked, but for an app's trigger it fires (never judged:
+        ``TriggerRefused``), and a statement let run unjudged (VACUUM) attaches a file (VACUUM
+        INTO's) only for the database's own user."""
+        unjudged = self.unjudged
+        if op == apsw.SQLITE_ATTACH and one and unjudged is not None and not unjudged.owner:
+            self.denied = self.denied or Denial("owner", "VACUUM INTO")
+            return DENY
+        if trigger is not None:
+            if op == apsw.SQLITE_READ and _secret(one, two):
+                raise TriggerRefused(trigger, Denial("secret", f"{one}.{two}"))
+            if op in ROW_WRITES and _ours(one):
+                raise TriggerRefused(trigger, Denial("own", one))
+        return OK
+
     def _decide(self, op: int, one: str, two: str, db: str | None, access: Access) -> Denial | None:
         if op in READS:
-            if op == apsw.SQLITE_READ and two.lower() in SECRET.get(one.lower(), ()):
+            if op == apsw.SQLITE_READ and _secret(one, two):
                 return Denial("secret", f"{one}.{two}")
             if op == apsw.SQLITE_READ and not access.branches and one.lower() in BRANCH_TABLES:
                 return Denial("read", one)
@@ -234,6 +285,8 @@ class Guard:
                 return None
             if not access.settings:
                 return Denial("settings", f"PRAGMA {one}")
+            if one.lower() in OWNER_PRAGMAS and not access.owner:
+                return Denial("owner", f"PRAGMA {one}")
             self.acted = True
             return None
         if op in ROW_WRITES and one.lower() in SCHEMA_TABLES:
@@ -248,6 +301,8 @@ class Guard:
         if op in SETTINGS:
             if not access.settings:
                 return Denial("settings", SETTINGS[op])
+            if op == apsw.SQLITE_ATTACH and not access.owner:
+                return Denial("owner", "ATTACH")
         elif not access.write:
             return Denial("write", one)
         self.acted = True
@@ -280,6 +335,10 @@ def _ours(name: str) -> bool:
     return name.lower().startswith(PREFIX)
 
 
+def _secret(table: str, column: str) -> bool:
+    return column.lower() in SECRET.get(table.lower(), ())
+
+
 def install(conn: apsw.Connection, world: bool = False) -> Guard:
     """The connection's guard (installed on first use; kept for the connection's life)."""
     guard = conn.authorizer
@@ -295,6 +354,7 @@ def checking(conn: apsw.Connection, access: Access) -> Guard:
     SQL runs unchecked otherwise); ``guard.done()`` after it."""
     guard = install(conn)
     guard.access, guard.denied, guard.acted, guard.altered = access, None, False, False
+    guard.unjudged = None
     guard.dropping, guard.calls = "", 0
     return guard
 

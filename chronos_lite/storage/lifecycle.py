@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from .. import names
 from ..errors import IN_USE, ChronosError
 from ..sqltext import quote_ident
-from . import catalog, events, moments, reviews, worlds, worldschema
+from . import catalog, events, moments, reviews, worldholds, worlds, worldschema
 from .branchref import BranchRef
 from .fetch import all_rows
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
@@ -34,6 +35,7 @@ def fork(
         raise ChronosError("'main' is taken by the database itself; pick another branch name")
     if "@" in name:
         raise ChronosError(f"branch names can't contain '@' (it reads as name@when): '{name}'")
+    names.check(name, "a branch's name")
     meta_text = worlds.encode_meta(meta or {})
     tables = db.tables()
     with db.write() as conn:
@@ -42,6 +44,7 @@ def fork(
                 f"branch '{name}' already exists: pick another name, or discard it first",
                 IN_USE,
             )
+        names.lookalike(name, ["main", *worlds.open_names(conn)])
         src = BranchRef.parse(source)
         past = src.past and src.is_main  # main as it was at a moment
         then = None  # forking a world as it was at a moment
@@ -62,6 +65,7 @@ def fork(
         else:
             horizon = parent.base if parent else horizons(conn, tables)
         new_id = worlds.add(conn, name, parent, horizon, clock, owner or db.caller_name, meta_text)
+        worldholds.keep_scope(conn, new_id, worldholds.scope_of(meta or {}))
         db.record(conn, new_id, "fork", detail={"from": source or "main"})
         db.record(conn, parent.id if parent else 0, "forked", detail={"branch": name})
         if parent:
@@ -172,20 +176,31 @@ def finish(conn: apsw.Connection, world_id: int, state: str = "discarded") -> No
         if catalog.has_table(conn, world_history_table(n)):  # (not for tables dropped before)
             conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
     reviews.clear(conn, world_id)
+    worldholds.forget(conn, world_id)
     worlds.end(conn, world_id, state)
 
 
-def set_meta(db: Database, name: str, changes: dict) -> World:
-    """Merge ``changes`` into a world's metadata; a None value removes a key."""
+def meta_after(meta: dict, changes: dict) -> dict:
+    """``meta`` with ``changes`` merged in (a None value removes its key)."""
+    out = dict(meta)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def set_meta(db: Database, name: str, changes: dict, rescope: bool = True) -> World:
+    """Merge ``changes`` into a world's metadata; a None value removes a key. ``rescope``: the
+    scope its merge holds to becomes the one the new meta declares (a person's set_meta; an
+    agent's leaves its fork's scope standing)."""
     if name == "main":
         raise ChronosError("main has no metadata: set_meta works on a branch you forked")
     with db.write() as conn:
         world = worlds.find(conn, name)
-        meta = dict(world.meta)
-        for key, value in changes.items():
-            if value is None:
-                meta.pop(key, None)
-            else:
-                meta[key] = value
+        meta = meta_after(world.meta, changes)
         worlds.set_meta(conn, world, meta)
+        if rescope and any(k in changes for k in worldholds.SCOPE_KEYS):
+            worldholds.keep_scope(conn, world.id, worldholds.scope_of(meta))
     return db.world(name)

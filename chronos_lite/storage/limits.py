@@ -14,12 +14,20 @@ commit), each of its commits is followed by a pause of ``YIELD_S``, long enough 
 whose busy handler sleeps in steps of a millisecond or more (Python's ``sqlite3``) to find the
 lock free; a writer that had to wait for the lock itself doesn't pause. Alone, a writer never
 pauses.
+
+A memory limit holds for each allocation too, not only between the steps the progress handler
+sees (one call of randomblob() or printf() asks for all it builds at once): while the call runs,
+no value may be longer than the limit (SQLite's ``SQLITE_LIMIT_LENGTH`` on each connection),
+and in a process with a heap limit of its own (``chronos mcp``: one process per session, its
+``--max-memory-mb``) that limit is lowered to the heap in use when the call began plus the
+call's limit. Chronos' own bookkeeping runs with the call's limits paused (``paused``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -50,6 +58,52 @@ class Limits:
 NONE = Limits()
 
 
+class Allocations:
+    """SQLite's own limits on what one allocation may take, held to a call's memory limit while
+    it runs (``hold``) and given back after (``release``)."""
+
+    def __init__(self) -> None:
+        # every connection of the database, with its own length limit
+        self._conns: weakref.WeakKeyDictionary[apsw.Connection, int] = weakref.WeakKeyDictionary()
+        self.length: int | None = None  # the longest value while held
+        self.heap: tuple[int, int] | None = None  # the process' own (hard, soft) while lowered
+
+    def add(self, conn: apsw.Connection) -> None:
+        self._conns[conn] = conn.limit(apsw.SQLITE_LIMIT_LENGTH)
+        if self.length is not None:  # (opened within a call: a world's first)
+            _set_length(conn, min(self.length, self._conns[conn]))
+
+    def hold(self, heap_cap: int, length: int) -> None:
+        """No value longer than ``length`` bytes; SQLite's heap in all at most ``heap_cap``
+        bytes where the process has a heap limit (and it is more)."""
+        self.release()
+        self.length = length
+        for conn, own in list(self._conns.items()):
+            _set_length(conn, min(length, own))
+        hard = apsw.hard_heap_limit(-1)
+        if 0 < heap_cap < hard:
+            self.heap = (hard, apsw.soft_heap_limit(-1))
+            apsw.hard_heap_limit(heap_cap)  # (it lowers the soft limit too: put back after)
+
+    def release(self) -> None:
+        if self.length is not None:
+            for conn, own in list(self._conns.items()):
+                _set_length(conn, own)
+            self.length = None
+        if self.heap is not None:
+            hard, soft = self.heap
+            apsw.hard_heap_limit(hard)
+            apsw.soft_heap_limit(soft)
+            self.heap = None
+
+
+def _set_length(conn: apsw.Connection, most: int) -> None:
+    try:
+        conn.limit(apsw.SQLITE_LIMIT_LENGTH, most)
+    except apsw.ConnectionClosedError:
+        pass  # (a world's connection closed, not yet collected)
+
+
 @dataclass
 class Bounds:
     """The running call's limits, checked from SQLite's progress and busy handlers."""
@@ -69,6 +123,8 @@ class Bounds:
     _versions: dict[int, int] = field(default_factory=dict)  # per connection: data_version
     _others_until: float = 0.0  # others wrote recently (until then, commits pause)
     _waited: bool = False  # the busy handler waited since the last commit
+    commits: int = 0  # write transactions the running call committed (a stop keeps them)
+    _allocations: Allocations = field(default_factory=Allocations)
 
     def begin(self, limits: Limits = NONE) -> bool:
         """A call starts (True); False if one runs already (calls don't nest: the inner one
@@ -76,7 +132,7 @@ class Bounds:
         much more of SQLite's heap (the process') than at the start the call may take."""
         if self.active:
             return False
-        self.active, self.stopped = True, None
+        self.active, self.stopped, self.commits = True, None, 0
         self._started, self._memory_at = time.monotonic(), apsw.memory_used()
         self.reset(limits)
         return True
@@ -86,6 +142,7 @@ class Bounds:
         read afresh once its call has begun."""
         self.limit_ms = self.memory_mb = self.deadline = self._memory_cap = None
         self.narrow(limits)
+        self._hold_memory()
 
     def narrow(self, limits: Limits) -> None:
         """Hold the running call to these limits too, where they are less (an inner call's
@@ -96,6 +153,23 @@ class Bounds:
         if limits.memory_mb and (self.memory_mb is None or limits.memory_mb < self.memory_mb):
             self.memory_mb, self.memory_from = limits.memory_mb, limits.memory_from
             self._memory_cap = self._memory_at + limits.memory_mb * 2**20
+            self._hold_memory()
+
+    def _hold_memory(self) -> None:
+        """SQLite's limits on one allocation held to the running call's memory limit."""
+        if self.active and self.memory_mb is not None and self._memory_cap is not None:
+            self._allocations.hold(self._memory_cap, self.memory_mb * 2**20)
+        else:
+            self._allocations.release()
+
+    def over_memory(self, exc: BaseException) -> bool:
+        """Whether SQLite's error is the running call's memory limit, held on one allocation:
+        a value longer than it, or the heap limit lowered to it reached."""
+        if not self.active:
+            return False
+        if isinstance(exc, apsw.TooBigError):
+            return self._allocations.length is not None and "statement too long" not in str(exc)
+        return isinstance(exc, apsw.NoMemError) and self._allocations.heap is not None
 
     @contextlib.contextmanager
     def within(self, limit_ms: int, limit_from: str) -> Iterator[None]:
@@ -114,10 +188,25 @@ class Bounds:
             if self.stopped is None:  # (stopped: the error names the limit that stopped it)
                 self.limit_ms, self.limit_from, self.deadline = saved
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Chronos' own bookkeeping within a call (its audit entry, the clean-up after it): not
+        the caller's work, so neither its time limit nor a cancel stops it, and a lock it needs
+        it waits for as any write does (``BUSY_MS``). The call's limits hold again after."""
+        saved = (self.active, self.deadline, self.stopped, self._memory_cap)
+        self.active, self.deadline, self.stopped, self._memory_cap = False, None, None, None
+        self._allocations.release()
+        try:
+            yield
+        finally:
+            self.active, self.deadline, self.stopped, self._memory_cap = saved
+            self._hold_memory()
+
     def end(self, began: bool) -> None:
         if began:
             self.active, self.deadline, self.limit_ms = False, None, None
             self.memory_mb = self._memory_cap = None
+            self._allocations.release()
 
     def cancel(self, why: str = CANCELLED) -> None:
         """Stop the running call at its next check (from any thread); nothing if none runs."""
@@ -147,10 +236,12 @@ class Bounds:
         if tries == 0:
             self._busy_since = now
         until = self._busy_since + self.busy_ms / 1000
-        if self.deadline is not None:
-            until = min(until, self.deadline)
-        if now >= until or self.stopped is not None:
-            if self.deadline is not None and now >= self.deadline and self.stopped is None:
+        deadline = self.deadline if self.active else None  # (no call, or its bookkeeping)
+        if deadline is not None:
+            until = min(until, deadline)
+        stopped = self.active and self.stopped is not None
+        if now >= until or stopped:
+            if deadline is not None and now >= deadline and not stopped:
                 self.stopped = TIMEOUT
             return False
         # Short polls: the lock is free only for moments beside a busy writer.
@@ -160,6 +251,8 @@ class Bounds:
     def committed(self, conn: apsw.Connection) -> None:
         """After a write transaction's commit on ``conn``: if others are writing too and this
         one got the lock without waiting, pause so that they get it next."""
+        if self.active:
+            self.commits += 1
         version = all_rows(conn.execute("pragma data_version"))[0][0]  # (all: stays cached)
         now = time.monotonic()
         if self._versions.get(id(conn), version) != version:  # another connection committed
@@ -172,6 +265,7 @@ class Bounds:
     def install(self, conn: apsw.Connection) -> None:
         conn.set_progress_handler(self.progress, PROGRESS_EVERY)
         conn.set_busy_handler(self.busy)
+        self._allocations.add(conn)
 
     def waited_ms(self) -> int:
         """How long the last wait for the lock took, in whole ms; at most the longest wait

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .. import errors
+from .. import errors, names
 from ..errors import ChronosError
 from .fetch import all_rows
 
@@ -72,6 +72,8 @@ def put(
     replaced = bool(
         all_rows(conn.execute("select 1 from main._chronos_merge_checks where name = ?", (name,)))
     )
+    if not replaced:
+        names.check(name, "a merge check's name")
     conn.execute(
         "insert or replace into main._chronos_merge_checks(name, query, tables, timeout_ms, "
         "created) values (?, ?, ?, ?, ?)",

@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from .. import errors
+from .. import errors, names
 from ..errors import ChronosError
 from .fetch import all_rows
 
@@ -218,6 +218,7 @@ def put(conn: apsw.Connection, name: str, rules: dict[str, Any]) -> tuple[Policy
     was = find(conn, name)
     now = time.time()
     if was is None:
+        names.check(name, "a merge policy's name")
         conn.execute(
             "insert into main._chronos_merge_policies values (?, ?, ?, ?)",
             (name, json.dumps({**DEFAULTS, **rules}), now, now),

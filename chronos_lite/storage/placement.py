@@ -8,6 +8,7 @@ its own: TEMP objects a call makes go when it ends.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import apsw
@@ -30,6 +31,9 @@ from .worldsql import (
     world_table,
 )
 from .worldviews import key_view
+
+PLACED = "temp._chronos_placed"
+_TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)
 
 
 def place(
@@ -76,6 +80,25 @@ def place(
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
     guard.install(conn).trusted = trusted | frozenset(own) | frozenset(copies)
     guard_own_temp(session)
+    _stamp(session)
+
+
+def _stamp(session: Session) -> None:
+    """What the session says its connection holds (its materialized tables, FTS5 copies, the
+    guard's trusted names) is what it holds now: a new token, written in the TEMP schema in the
+    transaction that made the objects, so that a rollback (of the call, or to a savepoint)
+    taking them back takes the token back too (see ``intact``)."""
+    token = next(_TOKENS)
+    session.conn.execute(f"UPDATE {PLACED} SET token = ?", (token,))
+    session.placed = token
+
+
+def intact(session: Session) -> bool:
+    """Whether the connection still holds what the session says (no rollback took back TEMP
+    objects made for it within a transaction: a table the world first wrote, say). If not,
+    the session must be placed again."""
+    token = one_row(session.conn.execute(f"SELECT token FROM {PLACED}"))[0]
+    return session.placed is not None and token == session.placed
 
 
 def _materialized(
@@ -138,6 +161,7 @@ def _own_now(session: Session) -> None:
     session.own_temp |= {r[0] for r in conn.execute("select name from temp.sqlite_schema")}
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
     guard_own_temp(session)
+    _stamp(session)
 
 
 def _users_views(session: Session) -> list[str]:
@@ -210,14 +234,51 @@ def promote(session: Session, name: str) -> str | None:
     if fts is None or fts.kind == "contentless" or session.schema is None:
         return ftsinfo.refusal(name, modules[name], fts)
     table = fts.content if fts.kind == "external" else fts.name
-    if worldschema.find_table(session.schema.tables, table or "") is None:
+    content = worldschema.find_table(session.schema.tables, table or "")
+    if content is None:
         return ftsinfo.refusal(name, modules[name], fts)
-    if fts.kind == "own" and table and found is not None:
-        materialize(session, found[1])  # (its copy is made from the world's rows of it)
+    if content[1] not in session.materialized:  # (the copy reads the world's rows of it, in
+        materialize(session, content[1])  # its view: the world's own, made here if not yet)
     made = _copy(conn, session.schema, fts)
     guard.install(conn).trusted |= frozenset(made)
     _own_now(session)
     return None
+
+
+def damaged_copies(sessions: list[Session]) -> list[tuple[str, str]]:
+    """The worlds' TEMP copies of FTS5 tables whose index FTS5's integrity-check finds damaged
+    (or out of step with the world's rows), as (branch, name); their sessions are placed again
+    at their next call (``_clear`` drops the copies, ``_copy`` builds them anew)."""
+    found = []
+    for session in sessions:
+        if session.world is None or session.past:
+            continue
+        names = [name for name in _copies(session.conn) if not _index_whole(session.conn, name)]
+        if names:
+            session.built_for = None
+            found += [(session.world.name, name) for name in names]
+    return found
+
+
+def _copies(conn: apsw.Connection) -> list[str]:
+    return [
+        name
+        for (name,) in all_rows(
+            conn.execute(
+                "select name from temp.sqlite_schema where type = 'table' "
+                "and sql like 'create virtual table%'"
+            )
+        )
+    ]
+
+
+def _index_whole(conn: apsw.Connection, name: str) -> bool:
+    q = quote_ident(name)
+    try:
+        conn.execute(f"INSERT INTO temp.{q}({q}) VALUES ('integrity-check')")
+    except apsw.CorruptError:
+        return False
+    return True
 
 
 def _shadows(conn: apsw.Connection) -> frozenset[str]:

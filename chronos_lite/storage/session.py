@@ -32,6 +32,8 @@ class Session:
     materialized: set[int] = field(default_factory=set)
     synced: dict[int, int] = field(default_factory=dict)
     data_version: int | None = None
+    # The token placement last wrote with the TEMP objects it made (``placement.intact``)
+    placed: int | None = None
 
     @property
     def branch(self) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
-from . import agents, audit, mergechecks, mergepolicies, reviews
+from . import agents, audit, mergechecks, mergepolicies, reviews, worldholds
 from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
 
@@ -132,6 +132,7 @@ def install_base(conn: apsw.Connection) -> None:
     conn.execute(mergechecks.DDL)
     conn.execute(mergepolicies.DDL)
     conn.execute(reviews.DDL)
+    conn.execute(worldholds.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------
@@ -411,10 +412,10 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
             "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
             "'_chronos_merge_rows', '_chronos_agents', '_chronos_audit', "
             "'_chronos_merge_checks', '_chronos_merge_policies', '_chronos_agent_policies', "
-            "'_chronos_reviews')"
+            "'_chronos_reviews', '_chronos_fork_scopes', '_chronos_taken_over')"
         )
     )[0][0]
-    if have < 10:
+    if have < 12:
         with write(conn):
             install_base(conn)
     if not conn.execute(

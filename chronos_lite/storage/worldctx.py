@@ -42,7 +42,12 @@ CTX_DDL = (
     # Rows of events whose BEFORE triggers all ran (a RAISE(IGNORE) stops them short).
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_done(events TEXT, frame INTEGER);"
     # Keys main changed since a world's fork, being pinned as they were then (worldstate).
-    "CREATE TEMP TABLE IF NOT EXISTS _chronos_pins(k TEXT PRIMARY KEY) WITHOUT ROWID"
+    "CREATE TEMP TABLE IF NOT EXISTS _chronos_pins(k TEXT PRIMARY KEY) WITHOUT ROWID;"
+    # What the connection's TEMP objects were last made as (placement's token): a rollback
+    # that takes them back takes the token back with them.
+    "CREATE TEMP TABLE IF NOT EXISTS _chronos_placed(id INTEGER PRIMARY KEY CHECK (id = 1), "
+    "token INTEGER);"
+    "INSERT OR IGNORE INTO temp._chronos_placed(id) VALUES (1)"
 )
 SKIPPING = f"(SELECT skip FROM {CTX})"
 DEPTH_UP = f"UPDATE {CTX} SET depth = depth + 1"
