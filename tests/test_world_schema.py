@@ -402,3 +402,23 @@ def test_a_check_a_world_adds_with_a_column_holds_there(tmp_path):
     db.sql("insert into t(a, q) values (1, 5)", branch="w")
     assert db.query("select a, q from t", branch="w") == [{"a": 1, "q": 5}]
     db.close()
+
+
+def test_a_world_whose_schema_no_longer_fits_mains_says_so_and_can_be_discarded(db):
+    """A world renamed a column to a name main then added: opening it is a clear conflict (no
+    raw SQLite error), nothing changes, and the world can still be discarded."""
+    db.sql("create table items(id integer primary key, qty int, note text)")
+    db.sql("insert into items values (1, 5, 'n')")
+    db.call("fork", name="w1")
+    db.sql("alter table items rename column note to extra", branch="w1")
+    db.call("fork", name="w2")
+    db.sql("alter table items add column extra text", branch="w2")
+    db.call("merge", branch="w2")
+    with pytest.raises(ChronosError) as info:
+        db.query("select * from items", branch="w1")
+    assert info.value.code == "40001"
+    assert "w1 can't be opened: its schema changes no longer fit main's" in str(info.value)
+    assert "duplicate column name: extra" in str(info.value)
+    assert db.query("select * from items") == [{"id": 1, "qty": 5, "note": "n", "extra": None}]
+    db.call("discard", branch="w1")
+    assert [w.name for w in db.worlds()] == []

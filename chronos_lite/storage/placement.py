@@ -13,6 +13,7 @@ import re
 
 import apsw
 
+from ..errors import CONFLICT, ChronosError
 from ..sqltext import quote_ident
 from . import ftsinfo, guard, worldfts, worlds, worldschema, worldstate
 from .catalog import PREFIX
@@ -36,6 +37,16 @@ PLACED = "temp._chronos_placed"
 _TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)
 
 
+def _unfit(world: World, exc: apsw.SQLError) -> ChronosError:
+    said = str(exc).removeprefix("SQLError: ")
+    return ChronosError(
+        f"branch {world.name} can't be opened: its schema changes no longer fit main's, which "
+        f"changed since the fork (SQLite: {said}); nothing was changed. rebase or "
+        f"merge_preview names the clash; change main's schema back, or discard {world.name}",
+        CONFLICT,
+    )
+
+
 def place(
     session: Session,
     schema: BranchSchema,
@@ -53,8 +64,11 @@ def place(
     _clear(conn)
     session.materialized = _materialized(conn, schema, world, main_tables) if writable else set()
     made, own = world_objects(schema, world.id, world.base, writable, at, session.materialized)
-    for stmt in made:
-        conn.execute(stmt)
+    try:
+        for stmt in made:
+            conn.execute(stmt)
+    except apsw.SQLError as exc:  # (the world's schema changes and main's since no longer fit)
+        raise _unfit(world, exc) from None
     session.synced = {}
     for _name, (n, t) in schema.tables.items():
         if n in session.materialized:
