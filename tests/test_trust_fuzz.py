@@ -40,9 +40,6 @@ STDIO_EXAMPLES = max(5, EXAMPLES // 25)
 # Findings still open (fixes under way on other branches): each skips its one check. Remove a
 # name once its fix is merged; the test then holds the engine to it.
 KNOWN_OPEN: set[str] = {
-    # DROP COLUMN's values count as deletes for max_deletes, not (yet) for these two
-    "confirm_deletes_over/drop_column",
-    "deletes_per_hour/drop_column",
     "raw_sqlite_error",  # apsw.SQLError out of the API: "error in table _chronos_h_1 after rename"
 }
 

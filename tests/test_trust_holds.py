@@ -233,6 +233,26 @@ def test_drop_column_is_seen_by_review_columns_max_rows_and_max_deletes(crm):
     assert crm.call("merge", bot(crm), branch="e").text.startswith("merged ")
 
 
+def test_drop_column_is_seen_by_confirm_deletes_over_and_deletes_per_hour(crm):
+    policy(crm, confirm_deletes_over=1, schema=True)
+    bot_world(crm, "w", "alter table users drop column email")
+    assert "it drops column users.email, 2 values (over confirm_deletes_over, 1" in held(crm, "w")
+    policy(crm, confirm_deletes_over=None, deletes_per_hour=2, schema=True)
+    bot_world(crm, "d", "alter table users drop column name")  # (3 names: 1 over)
+    assert "in the last hour it deletes 3 rows (at most 2 an hour)" in held(crm, "d")
+    policy(crm, deletes_per_hour=3, schema=True)
+    bot_world(crm, "e", "delete from users where id = 3")
+    assert crm.call("merge", bot(crm), branch="e").text.startswith("merged ")
+    bot_world(crm, "f", "alter table users drop column name")  # (2 names now: 3 in the hour)
+    assert crm.call("merge", bot(crm), branch="f").text.startswith("merged ")
+    bot_world(crm, "g", "delete from users where id = 2")  # (the dropped names are counted)
+    assert "in the last hour it deletes 4 rows (at most 3 an hour)" in held(crm, "g")
+    assert crm.query("select * from users order by id") == [
+        {"id": 1, "email": "a@x"},
+        {"id": 2, "email": "b@x"},
+    ]
+
+
 def test_drop_table_is_seen_by_review_columns(crm):
     policy(crm, review_columns=["payments.amount"], schema=True)
     bot_world(crm, "w", "drop table payments")

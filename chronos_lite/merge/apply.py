@@ -66,6 +66,7 @@ class Plan:
     other: bool = False  # into a branch that is not the world's parent
     schema: list[Step] = field(default_factory=list)  # the world's schema changes that go
     names: Names = field(default_factory=lambda: Names({}, {}))  # the parent's names for them
+    dropped_values: int = 0  # values its dropped columns held (counted when a policy judges)
 
     @property
     def parent_name(self) -> str:
@@ -487,6 +488,8 @@ def _record_merge(
     rows = len(p.writes) + len(p.schema)
     parent = p.parent.world.id if p.parent.world is not None else 0
     detail: dict = {"from": p.world.name, "partial": p.partial, "deletes": p.deletes}
+    if p.dropped_values:  # (deletes_per_hour counts them too)
+        detail["dropped_values"] = p.dropped_values
     if before is not None:
         detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
     db.record(conn, parent, "merge", rows, detail)

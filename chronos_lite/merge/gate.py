@@ -61,6 +61,7 @@ def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list
     held_to = scope.scopes(db, p.world)
     taken = worldholds.taken_over(db.main.conn, p.world.id) if ruled else frozenset()
     n = counts(p, taken) if ruled or held_to else Counts()  # (only if asked)
+    p.dropped_values = n.removed - n.deletes
     held = policy_reasons(db, p, gate.hold, n) if gate.hold is not None else []
     broken = scope.breaks(db, p, n, held_to)
     if broken and gate.hold is None:

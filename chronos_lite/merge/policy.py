@@ -165,10 +165,9 @@ def reasons(db: Any, p: Any, hold: Hold, n: Counts) -> list[str]:
             f"({_listed(n.overwrites)}) (overwrite is false)"
         )
     over = rules["confirm_deletes_over"]
-    if over is not None and n.deletes > over:
+    if over is not None and n.removed > over:
         out.append(
-            f"it deletes {rows_text(n.deletes)} (over confirm_deletes_over, {over}: a person "
-            f"confirms the count)"
+            f"it {deletes_text(n)} (over confirm_deletes_over, {over}: a person confirms the count)"
         )
     return out
 
@@ -191,9 +190,10 @@ def _limits(rules: dict, n: Counts, last_hour: Any) -> list[str]:
             f"{hourly} it changes {rows_text(rows + n.rows)} (at most {rules['rows_per_hour']} "
             f"an hour)"
         )
-    if rules["deletes_per_hour"] is not None and deletes + n.deletes > rules["deletes_per_hour"]:
+    # (a dropped column's values count as deletes, this merge's and the earlier ones')
+    if rules["deletes_per_hour"] is not None and deletes + n.removed > rules["deletes_per_hour"]:
         out.append(
-            f"{hourly} it deletes {rows_text(deletes + n.deletes)} (at most "
+            f"{hourly} it deletes {rows_text(deletes + n.removed)} (at most "
             f"{rules['deletes_per_hour']} an hour)"
         )
     return out
@@ -227,7 +227,8 @@ def _last_hour(db: Any, agent: str) -> tuple[int, int]:
     """Rows and deletes of the agent's merges into main in the last hour."""
     rows, deletes = one_row(
         db.main.conn.execute(
-            "select coalesce(sum(rows), 0), coalesce(sum(json_extract(detail, '$.deletes')), 0) "
+            "select coalesce(sum(rows), 0), coalesce(sum(json_extract(detail, '$.deletes') "
+            "+ coalesce(json_extract(detail, '$.dropped_values'), 0)), 0) "
             "from main._chronos_events where world = 0 and kind = 'merge' and actor = ? "
             "and time > ?",
             (agent, time.time() - 3600),
