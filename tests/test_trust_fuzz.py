@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import apsw
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
@@ -37,11 +36,9 @@ from chronos_lite import REGISTRY, Caller, ChronosError
 EXAMPLES = int(os.environ.get("CHRONOS_TRUST_FUZZ_EXAMPLES", "250"))
 STDIO_EXAMPLES = max(5, EXAMPLES // 25)
 
-# Findings still open (fixes under way on other branches): each skips its one check. Remove a
-# name once its fix is merged; the test then holds the engine to it.
-KNOWN_OPEN: set[str] = {
-    "raw_sqlite_error",  # apsw.SQLError out of the API: "error in table _chronos_h_1 after rename"
-}
+# Findings known to be open, each skipping its one check (a name, or a narrower case of it as
+# "max_deletes/drop_column"): none now. Name one here only with an open issue about it.
+KNOWN_OPEN: set[str] = set()
 
 
 def known(finding: str) -> bool:
@@ -613,12 +610,7 @@ def run_steps(cfg: dict, steps: list, over_stdio: bool) -> None:
             run = Run(db.folder, db, cfg, server)
             run.fork_world("bot", "w1", "main", cfg["scope"])
             for s in steps:
-                try:
-                    run.step(*s)
-                except apsw.Error:  # (not a ChronosError: a bug, unless still open)
-                    if "raw_sqlite_error" not in KNOWN_OPEN:
-                        raise
-                    break
+                run.step(*s)  # (an apsw.Error out of a call is a bug: it fails the test)
             if server is not None:
                 assert server.close() == 0
         finally:
