@@ -60,6 +60,12 @@ def _expression(tenant: Any) -> str:
         raise ChronosError(f"{what}, without comments", BAD_ARGUMENT)
     depth = 0
     for text, kind, _s, _e in sqltext.tokens(tenant):
+        if (kind == "punct" and text in "?:@") or (kind == "word" and text.startswith("$")):
+            raise ChronosError(
+                f"{what}, with its values written in it: {tenant!r} has a parameter ({text}), "
+                f"which no merge has a value for",
+                BAD_ARGUMENT,
+            )
         if kind != "punct":
             continue
         depth += {"(": 1, ")": -1}.get(text, 0)
