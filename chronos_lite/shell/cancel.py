@@ -44,7 +44,15 @@ class Canceller:
                 return
             if self.active and signal.SIGINT in data:
                 self.cancelled = True
-                self._interrupt()
+                self._stop()
+
+    def _stop(self) -> None:
+        """Interrupt from the watcher, which may wake as the call ends and its connections
+        close: then there is nothing left to stop."""
+        try:
+            self._interrupt()
+        except (apsw.Error, ValueError):
+            pass
 
     def _on_sigint(self, _signum: int, _frame: Any) -> None:
         self.cancelled = True
