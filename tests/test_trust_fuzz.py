@@ -616,6 +616,7 @@ def run_steps(cfg: dict, steps: list, over_stdio: bool) -> None:
         finally:
             if server is not None:
                 server.kill()
+            db.close()  # (its connections and files: a long run would run out of descriptors)
 
 
 SETTINGS = {
