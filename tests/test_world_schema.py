@@ -422,3 +422,28 @@ def test_a_world_whose_schema_no_longer_fits_mains_says_so_and_can_be_discarded(
     assert db.query("select * from items") == [{"id": 1, "qty": 5, "note": "n", "extra": None}]
     db.call("discard", branch="w1")
     assert [w.name for w in db.worlds()] == []
+
+
+def test_a_merged_drop_column_then_add_column_is_no_rename(db):
+    """A world drops qty and adds extra in its last place: merged, main's history keeps qty's
+    values (no rename of qty to extra, which clashed with the extra the world's shadow tables
+    had: 'duplicate column name'), and later merges of extra work. Found by the trust fuzz."""
+    db.sql("create table items(id integer primary key, name text, qty int)")
+    db.sql("insert into items values (1, 'a', 1), (2, 'b', 2)")
+    db.sql("update items set qty = 3 where id = 1")  # (history keeps the row with qty 1)
+    db.call("fork", name="b")
+    db.sql("alter table items drop column qty", branch="b")
+    db.sql("alter table items add column extra int", branch="b")
+    db.call("merge", branch="b")
+    db.sql("update items set extra = 5 where id = 1")
+    db.call("fork", name="c")
+    db.sql("update items set extra = extra + 1 where id = 1", branch="c")
+    assert db.call("merge", branch="c").text == "merged 1 change from c into main"
+    assert db.query("select * from items order by id") == [
+        {"id": 1, "name": "a", "extra": 6},
+        {"id": 2, "name": "b", "extra": None},
+    ]
+    (n,) = db.main.conn.execute("select id from _chronos_tables where name = 'items'").fetchone()
+    kept = [r[1] for r in db.main.conn.execute(f"pragma table_info(_chronos_h_{n})")]
+    assert "qty" in kept and "extra" in kept
+    assert db.main.conn.execute(f"select count(*) from _chronos_h_{n} where qty = 1").fetchone()[0]

@@ -164,8 +164,8 @@ def apply_steps(
         for s in todo:
             _apply_on_main(conn, s.op)
             conn.execute("delete from main._chronos_schema where id = ?", (s.op.id,))
-            if s.op.kind == "rename_column":  # (the storage follows one rename at a time)
-                db.follow_schema(conn)
+            if s.op.kind in ("rename_column", "drop_column"):  # (the storage follows one
+                db.follow_schema(conn)  # rename at a time, and a drop before an add)
         db.follow_schema(conn)
         for s in todo:
             if s.op.kind == "create":

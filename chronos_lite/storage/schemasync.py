@@ -55,23 +55,29 @@ def _follow_renames(conn: apsw.Connection, reg: dict[int, dict]) -> None:
 def _add_or_rename_columns(
     conn: apsw.Connection, n: int, known: list[str], t: TableInfo
 ) -> list[str]:
-    """Shadow columns follow main's: added columns are added, renamed ones renamed."""
+    """Shadow columns follow main's: added columns are added, renamed ones renamed; a dropped
+    one stays in the shadow tables (their rows keep its values). ``known``: main's columns at
+    the last sync; returned: main's columns now. One name changed in place reads as a rename,
+    unless the shadow tables hold that name already (a world added it: a drop and an add)."""
     current = t.column_names
     if len(current) == len(known) and sum(a != b for a, b in zip(current, known)) == 1:
         old, new = next((a, b) for a, b in zip(known, current) if a != b)
-        if new not in known:
-            for tbl in shadow_tables(n):
+        tables = shadow_tables(n)
+        if new not in known and not any(_has_column(conn, tbl, new) for tbl in tables):
+            for tbl in tables:
                 conn.execute(
                     f"alter table {tbl} rename column {quote_ident(old)} to {quote_ident(new)}"
                 )
             return current
-    merged = list(known)
     for c in t.columns:
-        if c.name not in merged:
+        if c.name not in known:
             for tbl in shadow_tables(n):
                 add_shadow_column(conn, tbl, c)
-            merged.append(c.name)
-    return merged
+    return current
+
+
+def _has_column(conn: apsw.Connection, table: str, column: str) -> bool:
+    return column.lower() in (r[1].lower() for r in conn.execute(f"pragma table_info({table})"))
 
 
 def add_shadow_column(conn: apsw.Connection, table: str, c: Column) -> None:
