@@ -7,6 +7,7 @@ transaction the call leaves open is rolled back, and the reply says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -378,11 +379,13 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
     """One user statement under the guard: its columns (None: it returns none) and its rows,
     read within the call's budget."""
     conn = call.session.conn
-    description: list = []
+    readonly: list[bool] = []  # (the statement's, as prepared)
     prefixed: list[int] = []  # chronos-named objects before an ALTER TABLE (a rename into them)
 
     def trace(cursor: apsw.Cursor, text: str, _b: Any) -> bool:
-        description[:] = [cursor.description]
+        # (its columns are read after its first step: read here, apsw would keep the ones of a
+        # cached statement that SQLite then prepares again for a changed schema)
+        readonly[:] = [cursor.is_readonly]
         if not cursor.is_readonly and checked.classify(text) is None:
             # SQLite calls it a write, but no action of it was there to authorize (VACUUM): a
             # statement that can't be classified runs only with every right, and then what
@@ -401,7 +404,7 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
     checked = guard.checking(conn, call.access)
     try:
         cursor.execute(call.access.mark + stmt, call.binds or None)
-        columns = _names(description)  # (none: it has run, a COMMIT say; nothing to read)
+        columns = _columns(cursor, call.access.mark + stmt, call.binds, any(readonly))
         got = budget.read(cursor, call.limits, columns) if columns else budget.Read()
         if got.more:
             cursor.close(force=True)  # (a write is done by its first step)
@@ -423,8 +426,27 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
     return (columns or None), got
 
 
-def _names(description: list) -> list[str]:
-    return [d[0] for d in description[0]] if description and description[0] else []
+def _columns(cursor: apsw.Cursor, text: str, binds: Any, reads: bool) -> list[str]:
+    """The statement's columns as it has them after its first step ([]: none, or it ran to
+    its end, a COMMIT say). A read that found no row is prepared again, not run, to name
+    them."""
+    try:
+        return [d[0] for d in cursor.description or ()]
+    except apsw.ExecutionCompleteError:
+        pass
+    if not reads:
+        return []
+    names: list[str] = []
+
+    def peek(probe: apsw.Cursor, _text: str, _binds: Any) -> bool:
+        names.extend(d[0] for d in probe.description or ())
+        return False  # (prepared, never run)
+
+    probe = cursor.connection.cursor()
+    probe.exec_trace = peek
+    with contextlib.suppress(apsw.ExecTraceAbort):
+        probe.execute(text, binds or None)
+    return names
 
 
 def _lead(stmt: str) -> str:
