@@ -348,3 +348,21 @@ def test_rename_column_and_count_over_mcp_in_safe_mode(db):
         assert server.close() == 0
     with chronos_lite.open(folder) as again:
         assert again.query("select * from t where id = 1") == [{"id": 1, "a": "x", "b": 10}]
+
+
+def test_a_child_forked_before_its_parent_renamed_a_column_is_told_to_rebase(db):
+    """The parent world renamed a column after the child forked; the child's merge is refused
+    as a conflict that says to rebase (no raw 'no such column'), and after the rebase it
+    merges. Found by the trust fuzz."""
+    db.fork("w")
+    db.fork("c", source="w")
+    db.sql("alter table t rename column a to label", branch="w")
+    db.sql("update t set b = 99 where id = 1", branch="c")
+    with pytest.raises(ChronosError) as info:
+        db.merge("c")
+    assert info.value.code == "40001"
+    assert "rebase c first (REBASE WORLD c), then merge" in str(info.value)
+    assert db.query("select b from t where id = 1", branch="w") == [{"b": 10}]
+    db.rebase("c")
+    db.merge("c")
+    assert db.query("select label, b from t where id = 1", branch="w")[0]["b"] == 99

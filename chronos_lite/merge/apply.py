@@ -466,6 +466,15 @@ def _write(p: Plan, o: Outcome, last: bool = True) -> tuple:
             c.t.key_kind == "rowid" and c.base is None,
             abort=True,
         )
+    except apsw.SQLError as exc:  # (a column the parent renamed or dropped since the fork)
+        if "no such column" not in str(exc):
+            raise
+        raise ChronosError(
+            f"merging {p.world.name} into {p.parent_name}: {p.parent_name} changed the columns "
+            f"of {c.table} since {p.world.name} was forked (SQLite: {exc}); nothing was "
+            f"merged: rebase {p.world.name} first (REBASE WORLD {p.world.name}), then merge",
+            errors.CONFLICT,
+        ) from None
     except apsw.ConstraintError as exc:
         if not last and "UNIQUE" in str(exc):
             raise _Clash from None
