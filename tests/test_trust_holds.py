@@ -321,3 +321,14 @@ def test_a_tenant_with_a_parameter_is_refused_at_merge_not_a_crash(crm):
         crm.call("merge", branch="q")
     assert info.value.code == "22023"
     assert crm.query("select name from users where id = 1") == [{"name": "ann"}]
+
+
+def test_a_tenant_is_judged_after_a_world_changed_the_shadow_tables(crm):
+    """The tenant check reads main's tables brought up to date first: a world's ADD COLUMN
+    changed main's schema (chronos' shadow tables), and the sync of chronos' own tables ran
+    under the check's read-only guard (apsw.AuthError out of the fork before). Found by the
+    trust fuzz."""
+    policy(crm, require_scope=True, schema=True)
+    bot_world(crm, "a", "alter table users add column extra int", meta={"tenant": "id = 1"})
+    bot_world(crm, "t", meta={"tenant": "id = 2"})
+    assert crm.world("t").meta == {"tenant": "id = 2"}

@@ -82,13 +82,14 @@ def selects_every_row(db: Any, tenant: str) -> str | None:
     of them out (``id = id``). None: it is a scope."""
     conn = db.main.conn
     condition = _expression(tenant)
+    tables = db.tables()  # (before the guard: bringing them up to date writes chronos' own)
     checking = guard.checking(conn, READ_ONLY)
     try:
         with db.bounds.within(TENANT_TIMEOUT_MS, "a declared tenant's check"):
             if _prepares(conn, f"select ({condition})"):
                 return "every table (it names no column)"
             read = []
-            for name, (_n, t) in sorted(db.tables().items()):
+            for name, (_n, t) in sorted(tables.items()):
                 source = f"main.{sqltext.quote_ident(t.stored)}"
                 sql = (
                     f"select exists (select 1 from {source}), exists (select 1 from {source} "
