@@ -26,14 +26,13 @@ from ..storage import (
     schemasync,
     worldrowid,
     worlds,
-    worldschema,
     worldsql,
 )
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.worlds import World
-from . import budget, worldrun
+from . import budget, sqlerrors, worldrun
 from . import ddl as world_ddl
 from .worldstmt import adapt_insert, gives_rowid
 
@@ -167,7 +166,8 @@ def _run(
             if was_open:
                 conn.execute("ROLLBACK")
             undone = _undone(began, was_open, committed)
-            raise _explain(db, session, exc, index, len(statements), stmt, undone) from None
+            failed = (index, len(statements), stmt, undone)
+            raise sqlerrors.explain(db, session, exc, *failed) from None
         outcome.results.append(result)
         if explicit and conn.get_autocommit() and (commits or result.changed or result.ddl):
             committed = True  # (a COMMIT, or a write outside the call's own transaction)
@@ -276,7 +276,7 @@ def _run_statement(call: _Call, stmt: str) -> StatementResult:
     if ddl and session.world is not None and world_ddl.is_world_change(session, stmt):
         # a world's schema change: a write, by chronos
         if not call.access.write:
-            raise _refused(call.access, guard.Denial("write", words[0]))
+            raise sqlerrors.refused(call.access, guard.Denial("write", words[0]))
         return StatementResult(stmt, tag=world_ddl.run(db, session, stmt), ddl=True)
     if "OF" in sqltext.all_words(stmt):
         stmt = timetravel.as_of(db, session, stmt)
@@ -409,7 +409,7 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
         if got.more:
             cursor.close(force=True)  # (a write is done by its first step)
         if prefixed and _prefixed_objects(conn) > prefixed[0]:  # renamed into chronos' names
-            raise _refused(call.access, guard.Denial("own", "ALTER TABLE ... RENAME TO"))
+            raise sqlerrors.refused(call.access, guard.Denial("own", "ALTER TABLE ... RENAME TO"))
     except apsw.Error as exc:
         denial = checked.denied
         if denial is None and call.session.past and "because it is a view" in str(exc):
@@ -417,7 +417,7 @@ def _execute_once(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read
         if denial is not None and denial.kind == "main" and call.session.world is not None:
             raise _Promote(denial.name) from None  # (one of main's virtual tables, maybe)
         if denial is not None:
-            raise _refused(call.access, denial) from None
+            raise sqlerrors.refused(call.access, denial) from None
         raise
     except OverflowError:
         raise ChronosError(errors.TOO_BIG, errors.BAD_ARGUMENT) from None
@@ -464,33 +464,6 @@ def _prefixed_objects(conn: apsw.Connection) -> int:
     )[0]
 
 
-def _refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
-    """The error for what the guard refused: chronos' own objects and main's tables say so;
-    writes and settings as the caller's rights put it."""
-    if denial.kind == "own":
-        return ChronosError(errors.OWN_TABLES, errors.REFUSED)
-    if denial.kind == "main":
-        return ChronosError(guard.main_table_message(denial.name), errors.REFUSED)
-    if denial.kind == "secret":
-        return ChronosError(
-            f"{denial.name} isn't readable: an agent's token is kept only as a salted hash, "
-            f"which no statement reads; SHOW AGENTS lists the agents",
-            errors.REFUSED,
-        )
-    if denial.kind == "owner":
-        return ChronosError(
-            f"{denial.name} is the database's own user's only, never an agent's (an admin's "
-            f"neither): it reaches past what this check sees (another file, SQLite's record of "
-            f"the schema), where a statement could read the agents' token hashes; a person runs "
-            f"it with chronos <folder> sql",
-            errors.REFUSED,
-        )
-    if access.refusal is not None:
-        return access.refusal(denial)
-    what = "change settings" if denial.kind == "settings" else "write"
-    return ChronosError(f"this call may not {what} ({denial.name})", errors.REFUSED)
-
-
 def _adapted_execute(call: _Call):
     """How worldstmt runs an INSERT it adapted: as a user statement, under the guard."""
 
@@ -523,45 +496,3 @@ def _drop_history_triggers_for(conn: apsw.Connection, stmt: str) -> None:
     if len(names) > 2 and upper[0] == "ALTER" and upper[1] == "TABLE":
         table = names[3] if upper[2] == "MAIN" and len(names) > 3 else names[2]
         schemasync.drop_triggers(conn, table)
-
-
-def _explain(
-    db: Database,
-    session: Session,
-    exc: Exception,
-    index: int,
-    total: int,
-    stmt: str,
-    undone: str,
-) -> ChronosError:
-    if isinstance(exc, ChronosError):
-        message, code = exc.message, exc.code
-    elif isinstance(exc, KeyError):
-        message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
-        code = errors.BAD_ARGUMENT
-    elif isinstance(exc, OverflowError):
-        message, code = errors.TOO_BIG, errors.BAD_ARGUMENT
-    elif isinstance(exc, apsw.BindingsError):
-        message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
-        code = errors.BAD_ARGUMENT
-    else:
-        described = faults.describe(exc, db) or errors.from_sqlite(exc)
-        message, code = described.message, described.code
-        if worldschema.DROPPED in message:
-            name = message.split(worldschema.DROPPED, 1)[1]
-            message = f"no such table: {name} ({session.branch} dropped or renamed it)"
-        elif message.startswith("cannot VACUUM from within a transaction"):
-            message = (
-                "VACUUM runs outside any transaction: send it alone, in a call of its own "
-                "(not with other statements, nor between BEGIN and COMMIT)"
-            )
-        elif message.startswith("no such table"):
-            known = db.tables_for(session.world, session.conn)
-            message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"
-    if total > 1:
-        short = " ".join(stmt.split())
-        short = short if len(short) <= 80 else short[:77] + "..."
-        failed = {"statement": index, "of": total, "error": message}
-        message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
-        return ChronosError(message, code, failed)
-    return ChronosError(message, code)

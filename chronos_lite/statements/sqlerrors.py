@@ -1,0 +1,80 @@
+"""The errors a user's SQL gets: what the guard refused, as the caller's rights put it, and
+a failed statement explained (which of a call's statements, what SQLite said, how to fix it)."""
+
+from __future__ import annotations
+
+import apsw
+
+from .. import errors
+from ..errors import ChronosError
+from ..storage import faults, guard, worldschema
+from ..storage.db import Database, Session
+
+
+def refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
+    """The error for what the guard refused: chronos' own objects and main's tables say so;
+    writes and settings as the caller's rights put it."""
+    if denial.kind == "own":
+        return ChronosError(errors.OWN_TABLES, errors.REFUSED)
+    if denial.kind == "main":
+        return ChronosError(guard.main_table_message(denial.name), errors.REFUSED)
+    if denial.kind == "secret":
+        return ChronosError(
+            f"{denial.name} isn't readable: an agent's token is kept only as a salted hash, "
+            f"which no statement reads; SHOW AGENTS lists the agents",
+            errors.REFUSED,
+        )
+    if denial.kind == "owner":
+        return ChronosError(
+            f"{denial.name} is the database's own user's only, never an agent's (an admin's "
+            f"neither): it reaches past what this check sees (another file, SQLite's record of "
+            f"the schema), where a statement could read the agents' token hashes; a person runs "
+            f"it with chronos <folder> sql",
+            errors.REFUSED,
+        )
+    if access.refusal is not None:
+        return access.refusal(denial)
+    what = "change settings" if denial.kind == "settings" else "write"
+    return ChronosError(f"this call may not {what} ({denial.name})", errors.REFUSED)
+
+
+def explain(
+    db: Database,
+    session: Session,
+    exc: Exception,
+    index: int,
+    total: int,
+    stmt: str,
+    undone: str,
+) -> ChronosError:
+    if isinstance(exc, ChronosError):
+        message, code = exc.message, exc.code
+    elif isinstance(exc, KeyError):
+        message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
+        code = errors.BAD_ARGUMENT
+    elif isinstance(exc, OverflowError):
+        message, code = errors.TOO_BIG, errors.BAD_ARGUMENT
+    elif isinstance(exc, apsw.BindingsError):
+        message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
+        code = errors.BAD_ARGUMENT
+    else:
+        described = faults.describe(exc, db) or errors.from_sqlite(exc)
+        message, code = described.message, described.code
+        if worldschema.DROPPED in message:
+            name = message.split(worldschema.DROPPED, 1)[1]
+            message = f"no such table: {name} ({session.branch} dropped or renamed it)"
+        elif message.startswith("cannot VACUUM from within a transaction"):
+            message = (
+                "VACUUM runs outside any transaction: send it alone, in a call of its own "
+                "(not with other statements, nor between BEGIN and COMMIT)"
+            )
+        elif message.startswith("no such table"):
+            known = db.tables_for(session.world, session.conn)
+            message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"
+    if total > 1:
+        short = " ".join(stmt.split())
+        short = short if len(short) <= 80 else short[:77] + "..."
+        failed = {"statement": index, "of": total, "error": message}
+        message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
+        return ChronosError(message, code, failed)
+    return ChronosError(message, code)
