@@ -65,7 +65,8 @@ from common import (
 
 import chronos_lite
 from chronos_lite.history import prune
-from chronos_lite.storage import moments, shadow, worldviews
+from chronos_lite.storage import moments, shadow
+from chronos_lite.storage.world import views as worldviews
 
 INDEX = "create index items_category on items(category)"
 # The same rows on both sides, without random(): chronos' table and the plain file must agree.

@@ -24,7 +24,7 @@ from .operations import reviewing
 from .operations.registry import REGISTRY, Args, Caller, Reply
 from .operations.sql import run_sql
 from .statements import sqlrun
-from .storage import lifecycle, rows, spelling
+from .storage import codec, lifecycle, rows
 from .storage.db import Database
 from .storage.folder import create
 from .storage.worlds import World
@@ -43,7 +43,7 @@ def _id(value: Any) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return spelling.json_id(list(value) if isinstance(value, list | tuple) else [value])
+    return codec.json_id(list(value) if isinstance(value, list | tuple) else [value])
 
 
 class Chronos(Database):

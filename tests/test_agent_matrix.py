@@ -22,8 +22,8 @@ from mcp.client.stdio import StdioServerParameters
 
 import chronos_lite
 from chronos_lite import REGISTRY, Caller
-from chronos_lite.storage import reviews
-from chronos_lite.storage.agents import RIGHTS
+from chronos_lite.storage.governance import reviews
+from chronos_lite.storage.governance.agents import RIGHTS
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ import chronos_lite
 from chronos_lite import Caller, ChronosError
 from chronos_lite.history import prune
 from chronos_lite.operations.rights import FRESH_S
-from chronos_lite.storage import slots
+from chronos_lite.storage.governance import slots
 
 RUNAWAY = "with recursive n(i) as (select 1 union all select i + 1 from n) select count(*) from n"
 # 3M numbers in one string: ~20 MB of SQLite's memory.

@@ -12,7 +12,7 @@ from mcp_lines import Server
 
 import chronos_lite
 from chronos_lite import ChronosError
-from chronos_lite.storage import agents
+from chronos_lite.storage.governance import agents
 
 
 def _file_bytes(folder: Path) -> bytes:

@@ -101,3 +101,51 @@ def test_modules_keep_to_about_500_lines():
         if (n := len(p.read_text().splitlines())) > 550
     }
     assert long == {}
+
+
+# What each of storage's wings may import from the rest of chronos_lite (its own modules aside).
+SHARED = {"chronos_lite.errors", "chronos_lite.sqltext", "chronos_lite.names"}
+WINGS = {
+    "chronos_lite.storage.schema": {"chronos_lite.storage.fetch", *SHARED},
+    "chronos_lite.storage.governance": {"chronos_lite.storage.fetch", *SHARED},
+    "chronos_lite.storage.world": {
+        "chronos_lite.storage.fetch",
+        "chronos_lite.storage.shadow",
+        "chronos_lite.storage.events",
+        "chronos_lite.storage.worlds",
+        "chronos_lite.storage.guard",
+        "chronos_lite.storage.schema",
+        *SHARED,
+    },
+}
+
+
+def test_each_wing_imports_only_what_its_init_allows():
+    strays = [
+        f"{module} imports {target}"
+        for module, targets in imports().items()
+        for wing, allowed in WINGS.items()
+        if module.startswith(wing + ".")
+        for target in sorted(targets)
+        if not target.startswith(wing + ".")
+        and not any(target == a or target.startswith(a + ".") for a in allowed)
+    ]
+    assert strays == []
+
+
+def test_storage_drawn_by_rooms_has_no_circle_and_at_most_20_rooms():
+    """A sub-package of storage is one room: no room imports one that imports it back."""
+
+    def room(module: str) -> str:
+        parts = module.split(".")
+        return ".".join(parts[:3]) if module.startswith("chronos_lite.storage.") else module
+
+    storage = {m: ts for m, ts in imports().items() if m.startswith("chronos_lite.storage.")}
+    edges = {(room(m), room(t)) for m, ts in storage.items() for t in ts if t in storage}
+    edges = {(a, b) for a, b in edges if a != b}
+    rooms = {room(m) for m in storage}
+    reach = {r: {b for a, b in edges if a == r} for r in rooms}
+    for _ in rooms:  # transitive closure, small enough to do plainly
+        reach = {r: seen | {c for b in seen for c in reach[b]} for r, seen in reach.items()}
+    assert sorted(r for r in rooms if r in reach[r]) == []
+    assert len(rooms) <= 20, sorted(rooms)

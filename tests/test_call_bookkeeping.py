@@ -21,8 +21,9 @@ import chronos_lite
 from chronos_lite.errors import ChronosError
 from chronos_lite.history import timetravel
 from chronos_lite.statements import budget, ddl, sqlrun
-from chronos_lite.storage import events, limits, worlds, worldsql
+from chronos_lite.storage import events, limits, worlds
 from chronos_lite.storage.db import Database
+from chronos_lite.storage.world import sql as worldsql
 
 
 class Injected(RuntimeError):

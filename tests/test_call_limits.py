@@ -22,7 +22,8 @@ from chronos_lite import Caller
 from chronos_lite.mcp.core import MAX_RESULT_CHARS, MAX_ROWS
 from chronos_lite.mcp.core import Server as InProcess
 from chronos_lite.operations.rights import FRESH_S
-from chronos_lite.storage import audit, limits
+from chronos_lite.storage import limits
+from chronos_lite.storage.governance import audit
 
 RUNAWAY = "with recursive n(i) as (select 1 union all select i + 1 from n) select count(*) from n"
 DEV = ["read", "fork", "write_own", "write_main", "merge_own"]

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
 
 import chronos_lite
-from chronos_lite.storage import reviews
+from chronos_lite.storage.governance import reviews
 
 EXAMPLES = int(os.environ.get("CHRONOS_FUZZ_EXAMPLES", "40"))
 LIMIT_MS = 300  # the server's time limit: a spinning query ends quickly

@@ -12,8 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from chronos_lite import ChronosError
 from chronos_lite.sqltext import quote_ident
-from chronos_lite.storage.catalog import table_info
-from chronos_lite.storage.spelling import (
+from chronos_lite.storage.codec import (
     Key,
     find_in,
     format_id,
@@ -22,6 +21,7 @@ from chronos_lite.storage.spelling import (
     split_key,
     table_text,
 )
+from chronos_lite.storage.schema.catalog import table_info
 
 # One table per kind of key and column type; the values each column may hold are stored by
 # SQLite itself, so a key is typed as SQLite keeps it.

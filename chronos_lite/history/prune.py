@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 
-from ..storage import catalog, moments
+from ..storage import moments
 from ..storage.db import Database
 from ..storage.fetch import all_rows
+from ..storage.schema import catalog
 from ..storage.shadow import SEQ, TIME, history_table, world_history_table
 
 BATCH = 2000

@@ -18,12 +18,13 @@ import apsw
 
 from .. import errors, names
 from ..errors import ChronosError
-from ..storage import events, moments, worlds, worldsql
-from ..storage.catalog import TableInfo
+from ..storage import events, moments, worlds
+from ..storage.codec import row_key
 from ..storage.db import Database, Session
 from ..storage.rows import view_row, write_row
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import SEQ, TIME, WORLD, history_table, world_history_table
-from ..storage.spelling import row_key
+from ..storage.world import sql as worldsql
 from ..storage.worlds import World
 
 

@@ -5,7 +5,7 @@ of the table as it was (moments themselves are ``storage.moments``; ``name@when`
 Main's history keeps each row's image before every change, numbered per table (its seq) and
 stamped with the time of the change. The table as it was at a moment is the table as of the last
 seq stamped at or before it: for each key, the first image after that seq, else the live row.
-That is ``worldviews.main_as_of``.
+That is ``world.views.main_as_of``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import time
 from typing import Any
 
 from ..sqltext import keywords, quote_ident, tokens
-from ..storage import moments, worldviews
+from ..storage import moments
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.shadow import OP, SEQ, history_table
+from ..storage.world import views as worldviews
 
 
 def past_name(n: int, seq: int) -> str:

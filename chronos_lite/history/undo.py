@@ -17,11 +17,11 @@ from ..errors import ChronosError
 from ..render import blob_hex
 from ..sqltext import quote_ident
 from ..storage import events, moments, worlds
+from ..storage.codec import row_key
 from ..storage.db import Database
 from ..storage.fetch import all_rows, one_row
 from ..storage.rows import base_row, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
-from ..storage.spelling import row_key
 from .restore import rewriting, write_back
 
 

@@ -29,8 +29,8 @@ from ..history import prune
 from ..operations import agentrights
 from ..operations.calllimits import limits_of
 from ..operations.registry import REGISTRY, Caller
-from ..storage import agents
 from ..storage.db import Database
+from ..storage.governance import agents
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
 MODERN_VERSIONS = ("2026-07-28",)

@@ -20,12 +20,13 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..render import blob_json
-from ..storage import events, lifecycle, worlds, worldsql
+from ..storage import events, lifecycle, worlds
+from ..storage.codec import db_row, find_in, parse_id, split_key
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.rows import write_row
 from ..storage.shadow import SEQ, history_table
-from ..storage.spelling import db_row, find_in, parse_id, split_key
+from ..storage.world import sql as worldsql
 from ..storage.worlds import World
 from . import checks, partial, replica
 from .changes import Change, world_changes

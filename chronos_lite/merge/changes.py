@@ -20,11 +20,11 @@ import apsw
 
 from ..sqltext import quote_ident
 from ..storage import faults
-from ..storage.catalog import TableInfo
+from ..storage.codec import Key, format_id, key_text
 from ..storage.db import Database, Session
 from ..storage.rows import as_row, base_row, main_changed_since, overlay_entry, view_row
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
-from ..storage.spelling import Key, format_id, key_text
 from ..storage.worlds import World
 
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from typing import cast
 
 from ..sqltext import quote_ident
-from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
 from .changes import Change, world_changes

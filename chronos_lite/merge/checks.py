@@ -13,8 +13,9 @@ from typing import Any
 import apsw
 
 from ..errors import ChronosError
-from ..storage import guard, mergechecks
+from ..storage import guard
 from ..storage.db import Database
+from ..storage.governance import checks as mergechecks
 
 READ_ONLY = guard.Access(write=False, settings=False)
 

@@ -12,11 +12,11 @@ from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_row, json_value, row_json
 from ..sqltext import literal, quote_ident
 from ..storage.branchref import BranchRef
-from ..storage.catalog import TableInfo
+from ..storage.codec import sort_key
 from ..storage.db import Database
 from ..storage.rows import view_row
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
-from ..storage.spelling import sort_key
 from .changes import Change, check_bounds, iter_changes, world_changes
 from .changeset import ChangeSet, ordered
 from .schema import Step, steps

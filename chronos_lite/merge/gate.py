@@ -9,8 +9,8 @@ from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
-from ..storage import worldholds
 from ..storage.db import Database
+from ..storage.governance import holds
 from . import scope
 from .policy import Counts, Hold, counts
 from .policy import reasons as policy_reasons
@@ -59,7 +59,7 @@ def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list
         )
     ruled = gate.hold is not None and gate.hold.policy is not None
     held_to = scope.scopes(db, p.world)
-    taken = worldholds.taken_over(db.main.conn, p.world.id) if ruled else frozenset()
+    taken = holds.taken_over(db.main.conn, p.world.id) if ruled else frozenset()
     n = counts(p, taken) if ruled or held_to else Counts()  # (only if asked)
     p.dropped_values = n.removed - n.deletes
     held = policy_reasons(db, p, gate.hold, n) if gate.hold is not None else []

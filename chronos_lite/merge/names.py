@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..storage.catalog import TableInfo
+from ..storage.schema.catalog import TableInfo
 
 Tables = dict[str, tuple[int, TableInfo]]
 

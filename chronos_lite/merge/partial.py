@@ -7,12 +7,13 @@ from typing import Any
 
 import apsw
 
-from ..storage import events, worldholds
-from ..storage.catalog import TableInfo
+from ..storage import events
 from ..storage.db import Database
 from ..storage.fetch import one_row
+from ..storage.governance import holds as worldholds
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
-from ..storage.worldsql import CTX, remember_entry
+from ..storage.world.sql import CTX, remember_entry
 from .changes import Change
 
 
@@ -23,7 +24,8 @@ def remember_merged(db: Database, p: Any) -> None:
     own row becomes the same (a combined or kept-as-theirs row settles the world too), so it is
     no longer a change. When that changes the world's row, the entry gets a new stamp on the
     world clock: for worlds forked from this one, their parent did write the row. A merged
-    row's mark of being kept over the parent's change goes with it (``storage.worldholds``)."""
+    row's mark of being kept over the parent's change goes with it
+    (``storage.governance.holds``)."""
     conn = p.parent.conn
     worldholds.release(
         conn, p.world.id, [(o.change.n, o.change.id) for o in p.outcomes if o.outcome != "conflict"]

@@ -1,4 +1,4 @@
-"""A merge policy's rules on the rows a merge is about to apply (``storage.mergepolicies``).
+"""A merge policy's rules on the rows a merge is about to apply (``storage.governance.policies``).
 
 Each broken rule is one reason, worded to follow "it": ``it changes 5 rows (at most 2)``. The
 merge (``merge.apply``) asks for them inside its transaction, once its plan is settled, so they
@@ -14,9 +14,9 @@ from typing import Any
 
 from ..errors import REFUSED, ChronosError
 from ..sqltext import quote_ident
-from ..storage import mergepolicies
 from ..storage.fetch import one_row
-from ..storage.mergepolicies import Policy
+from ..storage.governance import policies as mergepolicies
+from ..storage.governance.policies import Policy
 
 PRODUCTION = "the database is in production mode: every agent's merge waits for a person"
 
@@ -80,7 +80,7 @@ class Counts:
 
 def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Counts:
     """``taken_over``: the world's rows a rebase kept over the parent's newer change
-    (``storage.worldholds``): each is an overwrite whenever it merges."""
+    (``storage.governance.holds``): each is an overwrite whenever it merges."""
     names = p.names
     out = Counts(rows=len(p.writes) + sum(s.rows for s in p.schema), deletes=p.deletes)
     columns: dict[int, list[str]] = {}  # (per table: column_names makes a list on each read)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from .. import errors
 from ..errors import ChronosError
-from ..storage import events, lifecycle, worldholds, worlds
+from ..storage import events, lifecycle, worlds
 from ..storage.db import Database
+from ..storage.governance import holds
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from .apply import Options, check_version, conflict_error, plan
 from .schema import conflict_error as schema_conflict_error
@@ -67,10 +68,10 @@ def _mark_taken_over(conn, world: int, outcomes: list) -> None:
     that change, and its merge must still count them as overwriting it (``policy.counts``). A
     row settled theirs is the parent's again: no mark."""
     kept = [o for o in outcomes if o.change.parent_changed and o.outcome in ("apply", "by hand")]
-    worldholds.release(
+    holds.release(
         conn, world, [(o.change.n, o.change.id) for o in outcomes if o.outcome == "theirs"]
     )
-    worldholds.take_over(conn, world, [(o.change.n, o.change.id) for o in kept])
+    holds.take_over(conn, world, [(o.change.n, o.change.id) for o in kept])
 
 
 def _rebuild_overlay(

@@ -25,12 +25,13 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..sqltext import quote_ident
-from ..storage import ftsinfo, worldfts
-from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
 from ..storage.fetch import all_rows
-from ..storage.worldrules import Link, link
-from ..storage.worldsql import CTX
+from ..storage.schema import virtual
+from ..storage.schema.catalog import TableInfo
+from ..storage.world import fts as worldfts
+from ..storage.world.rules import Link, link
+from ..storage.world.sql import CTX
 
 
 class Change(Protocol):  # (merge.changes.Change, as the check reads it)
@@ -102,7 +103,7 @@ def reindex(
         session.built_for = None  # (placed again at its next call: its copies rebuilt)
         return
     conn = session.conn
-    for fts in ftsinfo.fts_tables(conn):
+    for fts in virtual.fts_tables(conn):
         if fts.kind != "external":
             continue
         rows = [m for m in merged if m[0].name.lower() == (fts.content or "").lower()]

@@ -17,8 +17,8 @@ from ..storage import events, schemasync
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
+from ..storage.world.schema import STATEMENT_OPS, Op, find_table, own_ops, stored_name
 from ..storage.worlds import World
-from ..storage.worldschema import STATEMENT_OPS, Op, find_table, own_ops, stored_name
 
 
 @dataclass

@@ -15,8 +15,9 @@ import apsw
 
 from .. import sqltext
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
-from ..storage import guard, worldholds
+from ..storage import guard
 from ..storage.fetch import all_rows
+from ..storage.governance import holds as worldholds
 from .policy import Counts, deletes_text, rows_text
 
 KEYS = worldholds.SCOPE_KEYS

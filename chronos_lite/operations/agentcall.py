@@ -13,8 +13,9 @@ from typing import Any, TypeVar
 import apsw
 
 from ..errors import REFUSED, ChronosError
-from ..storage import audit, faults, slots
+from ..storage import faults
 from ..storage.branchref import BranchRef
+from ..storage.governance import audit, slots
 from . import rights
 from .calllimits import limits_of
 

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ..errors import REFUSED, ChronosError
-from ..storage import agents, guard, worlds
+from ..storage import guard, worlds
 from ..storage.branchref import BranchRef
+from ..storage.governance import agents
 
 
 class Caller(Protocol):

@@ -11,8 +11,10 @@ from typing import Any
 
 from .. import errors, render
 from ..errors import ChronosError
-from ..storage import agents, audit, mergepolicies, moments
+from ..storage import moments
 from ..storage.db import Database
+from ..storage.governance import agents, audit
+from ..storage.governance import policies as mergepolicies
 from .registry import Caller, Reply, operation
 
 COLUMNS = ["name", "rights", "enabled", *agents.QUOTAS, "created", "changed"]

@@ -10,8 +10,8 @@ from typing import Any
 from .. import render
 from ..errors import NOT_FOUND, ChronosError
 from ..storage import describe, rows
+from ..storage.codec import format_id, key_text, parse_id
 from ..storage.db import Database
-from ..storage.spelling import format_id, key_text, parse_id
 from .registry import Caller, Reply, branch_of, operation
 
 

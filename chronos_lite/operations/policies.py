@@ -13,10 +13,12 @@ from .. import render
 from ..merge import apply as merge_apply
 from ..merge.gate import Gate
 from ..merge.policy import Held, Hold, because
-from ..storage import agents, mergepolicies, moments
-from ..storage import mode as db_mode
+from ..storage import moments
 from ..storage.db import Database
-from ..storage.mergepolicies import Policy
+from ..storage.governance import agents
+from ..storage.governance import mode as db_mode
+from ..storage.governance import policies as mergepolicies
+from ..storage.governance.policies import Policy
 from .registry import Caller, Reply, operation
 from .rules import draft
 

@@ -19,8 +19,9 @@ import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
 from ..statements import budget
-from ..storage import agents, faults
+from ..storage import faults
 from ..storage.branchref import BranchRef
+from ..storage.governance import agents
 from . import agentcall, quickcheck, rights
 from .calllimits import limits_of
 

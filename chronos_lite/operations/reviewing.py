@@ -18,11 +18,14 @@ from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
 from ..merge.policy import PRODUCTION, Held, Hold, because
-from ..storage import lifecycle, mergepolicies, moments, reviews, worldholds
-from ..storage import mode as db_mode
+from ..storage import lifecycle, moments
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
-from ..storage.reviews import Review
+from ..storage.governance import holds as worldholds
+from ..storage.governance import mode as db_mode
+from ..storage.governance import policies as mergepolicies
+from ..storage.governance import reviews
+from ..storage.governance.reviews import Review
 from .registry import Caller, Reply, operation
 
 COLUMNS = [

@@ -16,9 +16,11 @@ from typing import Any, Protocol
 from .. import sqltext
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos as statements_sql
-from ..storage import agents, guard, mergepolicies, worlds
-from ..storage import mode as db_mode
+from ..storage import guard, worlds
 from ..storage.branchref import BranchRef
+from ..storage.governance import agents
+from ..storage.governance import mode as db_mode
+from ..storage.governance import policies as mergepolicies
 from . import agentrights
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from .. import render, sqltext
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
 from ..merge import checks
-from ..storage import mergechecks, moments
+from ..storage import moments
 from ..storage.db import Database
+from ..storage.governance import checks as mergechecks
 from .registry import Caller, Reply, operation
 
 COLUMNS = ["name", "tables", "timeout_ms", "query", "created"]

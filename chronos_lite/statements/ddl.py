@@ -1,5 +1,5 @@
 """A schema statement on a world, run inside the call's transaction and kept as the world's
-schema change (``storage.worldschema`` holds the record; a merge applies it, ``merge.schema``).
+schema change (``storage.world.schema`` holds the record; a merge applies it, ``merge.schema``).
 
 CREATE TABLE, ALTER TABLE ... ADD COLUMN and DROP TABLE change what the world stores. CREATE
 and DROP of an INDEX, a VIEW or a TRIGGER are checked by SQLite itself, on a scratch copy of
@@ -16,13 +16,14 @@ import apsw
 from .. import errors, sqltext
 from ..errors import ChronosError
 from ..sqltext import keywords, name_tokens, quote_ident
-from ..storage import events, schemasync, shadow, worlds, worldschema
-from ..storage.appschema import read_rules
-from ..storage.catalog import PREFIX, Column, TableInfo, table_info
+from ..storage import events, schemasync, shadow, worlds
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
+from ..storage.schema.catalog import PREFIX, Column, TableInfo, table_info
+from ..storage.schema.constraints import read_rules
 from ..storage.shadow import WORLD, overlay_table
-from ..storage.worldschema import WORKS, find_table, own_ops, remove_table, stored_name
+from ..storage.world import schema as worldschema
+from ..storage.world.schema import WORKS, find_table, own_ops, remove_table, stored_name
 
 
 def run(db: Database, session: Session, stmt: str) -> str:

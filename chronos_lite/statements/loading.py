@@ -29,12 +29,14 @@ import apsw
 from .. import errors
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
 from ..sqltext import quote_ident
-from ..storage import events, faults, guard, placement, worlds, worldsql
-from ..storage.catalog import PREFIX, TableInfo
+from ..storage import events, faults, guard, worlds
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
-from ..storage.worldschema import find_table
-from ..storage.worldsql import Upsert, set_insert_triggers, world_table
+from ..storage.schema.catalog import PREFIX, TableInfo
+from ..storage.world import placement
+from ..storage.world import sql as worldsql
+from ..storage.world.schema import find_table
+from ..storage.world.sql import Upsert, set_insert_triggers, world_table
 from . import ddl as world_ddl
 from .sources import Source, detect_types
 

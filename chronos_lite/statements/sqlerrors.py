@@ -7,8 +7,9 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..storage import faults, guard, worldschema
+from ..storage import faults, guard
 from ..storage.db import Database, Session
+from ..storage.world import schema as worldschema
 
 
 def refused(access: guard.Access, denial: guard.Denial) -> ChronosError:

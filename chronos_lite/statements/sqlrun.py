@@ -18,19 +18,13 @@ import apsw
 from .. import errors, sqltext
 from ..errors import ChronosError
 from ..history import timetravel
-from ..storage import (
-    events,
-    faults,
-    guard,
-    placement,
-    schemasync,
-    worldrowid,
-    worlds,
-    worldsql,
-)
+from ..storage import events, faults, guard, schemasync, worlds
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
+from ..storage.world import placement
+from ..storage.world import rowid as worldrowid
+from ..storage.world import sql as worldsql
 from ..storage.worlds import World
 from . import budget, sqlerrors, worldrun
 from . import ddl as world_ddl
@@ -367,7 +361,7 @@ def _execute(
 
 def _with_rowid(call: _Call, stmt: str) -> tuple[list[str] | None, budget.Read]:
     """A statement naming the rowid of a table the world reads through a view: run with the
-    views swapped for virtual tables that have one (``worldrowid``), then put back."""
+    views swapped for virtual tables that have one (``world.rowid``), then put back."""
     saved = worldrowid.swap(call.session)
     try:
         return _execute_once(call, stmt)

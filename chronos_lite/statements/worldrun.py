@@ -13,9 +13,11 @@ import apsw
 
 from .. import errors, sqltext
 from ..errors import ChronosError
-from ..storage import worldschema, worldsql, worldstate
 from ..storage.fetch import one_row
-from ..storage.session import Session
+from ..storage.world import schema as worldschema
+from ..storage.world import sql as worldsql
+from ..storage.world import state as worldstate
+from ..storage.world.session import Session
 
 T = TypeVar("T")
 
@@ -29,7 +31,7 @@ _COUNT_ALL = re.compile(
 def counted(session: Session, stmt: str) -> str:
     """A whole table's ``count(*)`` on a world, as SQLite counts main's: a view over main's rows
     and the world's can't use the b-tree count, so a materialized table's is computed apart
-    (``worldstate.count_select``). Any other statement comes back as it is."""
+    (``world.state.count_select``). Any other statement comes back as it is."""
     found = _COUNT_ALL.match(stmt)
     if found is None or session.schema is None or session.past:
         return stmt

@@ -16,17 +16,13 @@ from dataclasses import dataclass
 from .. import sqltext
 from ..errors import ChronosError
 from ..sqltext import _skip_quoted, comma_parts, literal, matching_paren, name_tokens, quote_ident
-from ..storage import placement, worldschema, worldsql
-from ..storage.catalog import TableInfo
 from ..storage.db import Database, Session
-from ..storage.worldsql import (
-    CTX,
-    MODES,
-    Upsert,
-    set_insert_triggers,
-    world_table,
-)
-from ..storage.worldviews import key_view
+from ..storage.schema.catalog import TableInfo
+from ..storage.world import placement
+from ..storage.world import schema as worldschema
+from ..storage.world import sql as worldsql
+from ..storage.world.sql import CTX, MODES, Upsert, set_insert_triggers, world_table
+from ..storage.world.views import key_view
 
 
 @dataclass
@@ -76,7 +72,7 @@ ROWID_NAMES = {"rowid", "oid", "_rowid_"}
 
 def gives_rowid(db: Database, session: Session, stmt: str) -> bool:
     """Whether an INSERT on a world gives the rowid in its column list: a view's INSTEAD OF
-    trigger never sees it, so such a statement runs with ``worldrowid``'s virtual tables (its
+    trigger never sees it, so such a statement runs with ``world.rowid``'s virtual tables (its
     table made the world's own first). An ON CONFLICT or RETURNING clause with it is refused."""
     assert session.world is not None and session.schema is not None
     split = sqltext.split_returning(stmt)

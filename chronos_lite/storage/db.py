@@ -14,26 +14,17 @@ from pathlib import Path
 import apsw
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
-from . import (
-    events,
-    faults,
-    guard,
-    limits,
-    moments,
-    placement,
-    schemasync,
-    shadow,
-    worlds,
-    worldschema,
-)
+from . import events, faults, guard, limits, moments, schemasync, shadow, worlds
 from .branchref import BranchRef
-from .catalog import TableInfo, table_info, user_tables
 from .faults import FILE_GONE, NOT_A_DATABASE
 from .fetch import one_row
-from .session import Session
+from .schema.catalog import TableInfo, table_info, user_tables
+from .world import placement
+from .world import schema as worldschema
+from .world.schema import BranchSchema
+from .world.session import Session
+from .world.sql import CTX_DDL
 from .worlds import World
-from .worldschema import BranchSchema
-from .worldsql import CTX_DDL
 
 DB_FILE = "chronos.db"
 SQLITE_HEADER = b"SQLite format 3\x00"

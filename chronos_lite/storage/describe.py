@@ -13,10 +13,10 @@ from typing import Any
 
 from .. import render
 from ..sqltext import at_most, quote_ident
-from . import ftsinfo
-from .catalog import TableInfo
 from .db import Database, Session
 from .fetch import one_row
+from .schema import virtual as ftsinfo
+from .schema.catalog import TableInfo
 
 SAMPLE_ROWS = 1000  # rows read for examples and the values a column holds
 FEW = 5  # at most this many distinct values (in a larger sample) read as "one of"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from ..errors import REFUSED, ChronosError
-from .catalog import PREFIX
+from .schema.catalog import PREFIX
 
 OK, DENY = apsw.SQLITE_OK, apsw.SQLITE_DENY
 

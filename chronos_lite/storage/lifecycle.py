@@ -11,10 +11,14 @@ import apsw
 from .. import names
 from ..errors import IN_USE, ChronosError
 from ..sqltext import quote_ident
-from . import catalog, events, moments, reviews, worldholds, worlds, worldschema
+from . import events, moments, worlds
 from .branchref import BranchRef
 from .fetch import all_rows
+from .governance import holds as worldholds
+from .governance import reviews
+from .schema import catalog
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
+from .world import schema as worldschema
 from .worlds import World
 
 if TYPE_CHECKING:

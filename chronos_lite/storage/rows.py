@@ -20,14 +20,16 @@ from ..errors import (
     from_sqlite,
 )
 from ..sqltext import at_most, quote_ident
-from . import events, faults, guard, placement, worlds, worldsql
+from . import events, faults, guard, worlds
 from .branchref import BranchRef
-from .catalog import ROWID_COL, TableInfo
+from .codec import db_row, parse_id, row_key
 from .db import Database, Session
+from .schema.catalog import ROWID_COL, TableInfo
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
-from .spelling import db_row, parse_id, row_key
+from .world import placement
+from .world import sql as worldsql
+from .world.views import key_view
 from .worlds import World
-from .worldviews import key_view
 
 
 def _source(session: Session, n: int, t: TableInfo, write: bool = False) -> tuple[str, str]:

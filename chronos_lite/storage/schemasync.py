@@ -10,9 +10,9 @@ import json
 import apsw
 
 from ..sqltext import quote_ident
-from .catalog import PREFIX, Column, TableInfo, table_info, user_tables
 from .fetch import all_rows
-from .ftsinfo import fts_tables
+from .schema.catalog import PREFIX, Column, TableInfo, table_info, user_tables
+from .schema.virtual import fts_tables
 from .shadow import (
     ensure_autoincrement,
     history_ddl,

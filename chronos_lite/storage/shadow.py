@@ -20,9 +20,20 @@ from typing import Any
 import apsw
 
 from ..sqltext import comma_parts, name_tokens, quote_ident, quote_literal
-from . import agents, audit, mergechecks, mergepolicies, reviews, worldholds
-from .catalog import PREFIX, ROWID_COL, TableInfo, table_info
 from .fetch import all_rows, one_row
+from .governance import (
+    agents,
+    audit,
+    holds,
+    reviews,
+)
+from .governance import (
+    checks as mergechecks,
+)
+from .governance import (
+    policies as mergepolicies,
+)
+from .schema.catalog import PREFIX, ROWID_COL, TableInfo, table_info
 
 SEQ, OP, TIME = "_chronos_seq", "_chronos_op", "_chronos_time"
 # History seqs are per table and only grow: the pruner (with retention) keeps each table's
@@ -93,7 +104,7 @@ CREATE TABLE IF NOT EXISTS _chronos_checkpoints(
     time REAL NOT NULL,
     PRIMARY KEY (world, name)
 ) WITHOUT ROWID;
--- Schema changes made on worlds, not merged yet (see worldschema.py).
+-- Schema changes made on worlds, not merged yet (see world/schema.py).
 CREATE TABLE IF NOT EXISTS _chronos_schema(
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- a new id whenever an op changes hands
     world INTEGER NOT NULL,
@@ -132,7 +143,7 @@ def install_base(conn: apsw.Connection) -> None:
     conn.execute(mergechecks.DDL)
     conn.execute(mergepolicies.DDL)
     conn.execute(reviews.DDL)
-    conn.execute(worldholds.DDL)
+    conn.execute(holds.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------

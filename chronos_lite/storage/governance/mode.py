@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import apsw
 
-from .. import errors
-from ..errors import ChronosError
+from ... import errors
+from ...errors import ChronosError
 
 MODES = ("development", "production")
 

@@ -5,12 +5,12 @@ rows two worlds insert never collide."""
 
 from __future__ import annotations
 
-from ..sqltext import quote_ident, quote_literal
-from .catalog import ROWID_COL, TableInfo
-from .shadow import DEAD, NOW, OP, SEQ, TIME, WORLD, history_table, overlay_table
-from .shadow import world_history_table as wh_table
-from .worldctx import CLOCK
-from .worldstate import hidden_table, live_table
+from ...sqltext import quote_ident, quote_literal
+from ..schema.catalog import ROWID_COL, TableInfo
+from ..shadow import DEAD, NOW, OP, SEQ, TIME, WORLD, history_table, overlay_table
+from ..shadow import world_history_table as wh_table
+from .context import CLOCK
+from .state import hidden_table, live_table
 
 
 def checked_int(expr: str) -> str:
@@ -117,7 +117,7 @@ def write_row(
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
         f"SELECT {world}, {CLOCK}, 0, {', '.join(vals)} WHERE {go}"
         f"{_upsert_clause(t, False)}",
-        # the connection's materialized tables (worldstate) follow the entry just written
+        # the connection's materialized tables (world.state) follow the entry just written
         *(
             [
                 f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(key)} "

@@ -1,7 +1,7 @@
 """Putting a connection on a branch, and what a call leaves on it.
 
 A world's connection (or a branch's as it was) holds TEMP objects made from the branch's schema
-(``worldschema.BranchSchema``): the views and triggers of ``worldsql``, the app's views and
+(``world.schema.BranchSchema``): the views and triggers of ``world.sql``, the app's views and
 their INSTEAD OF triggers, placeholders for what the branch dropped. Each call is a session of
 its own: TEMP objects a call makes go when it ends.
 """
@@ -13,16 +13,20 @@ import re
 
 import apsw
 
-from ..errors import CONFLICT, ChronosError
-from ..sqltext import quote_ident
-from . import ftsinfo, guard, worldfts, worlds, worldschema, worldstate
-from .catalog import PREFIX
-from .fetch import all_rows, one_row
+from ...errors import CONFLICT, ChronosError
+from ...sqltext import quote_ident
+from .. import guard, worlds
+from ..fetch import all_rows, one_row
+from ..schema import virtual as ftsinfo
+from ..schema.catalog import PREFIX
+from ..shadow import SEQ, WORLD, history_table, overlay_table
+from ..worlds import World
+from . import fts as worldfts
+from . import schema as worldschema
+from . import state as worldstate
+from .schema import BranchSchema
 from .session import Session
-from .shadow import SEQ, WORLD, history_table, overlay_table
-from .worlds import World
-from .worldschema import BranchSchema
-from .worldsql import (
+from .sql import (
     CTX,
     app_view_triggers,
     app_views,
@@ -31,7 +35,7 @@ from .worldsql import (
     world_objects,
     world_table,
 )
-from .worldviews import key_view
+from .views import key_view
 
 PLACED = "temp._chronos_placed"
 _TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)

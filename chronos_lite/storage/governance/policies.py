@@ -15,9 +15,9 @@ from typing import Any
 
 import apsw
 
-from .. import errors, names
-from ..errors import ChronosError
-from .fetch import all_rows
+from ... import errors, names
+from ...errors import ChronosError
+from ..fetch import all_rows
 
 DDL = """
 CREATE TABLE IF NOT EXISTS _chronos_merge_policies(

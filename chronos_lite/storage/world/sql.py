@@ -1,9 +1,9 @@
-"""The objects that put a connection on a world: for each table its view (``worldviews``), the
-INSTEAD OF triggers that write it (``worldwrites``, keeping the rules of ``worldrules``), the
-app's own triggers on it (``worldtriggers``); then the app's views, and their INSTEAD OF
+"""The objects that put a connection on a world: for each table its view (``world.views``), the
+INSTEAD OF triggers that write it (``world.writes``, keeping the rules of ``world.rules``), the
+app's own triggers on it (``world.triggers``); then the app's views, and their INSTEAD OF
 triggers, made again as TEMP objects so that their table names read the world's rows.
 
-The statement context the triggers read (conflict mode, counters) is ``worldctx``'s; its names
+The statement context the triggers read (conflict mode, counters) is ``world.context``'s; its names
 are re-exported here for the callers that set it.
 """
 
@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import re
 
-from ..sqltext import quote_ident
-from . import worldstate
-from .appschema import UserTrigger
-from .catalog import TableInfo, check_constraints
-from .overlaywrites import remember_entry
-from .worldctx import (
+from ...sqltext import quote_ident
+from ..schema.catalog import TableInfo, check_constraints
+from ..schema.constraints import UserTrigger
+from . import state as worldstate
+from .context import (
     CTX,
     CTX_DDL,
     FK_FAILED,
@@ -28,11 +27,12 @@ from .worldctx import (
     new_transaction,
     rows_written,
 )
-from .worldrules import Link, link, row_table_ddl
-from .worldschema import BranchSchema
-from .worldtriggers import Events, markers, objects
-from .worldviews import key_view, main_as_of, world_at
-from .worldwrites import (
+from .overlay import remember_entry
+from .rules import Link, link, row_table_ddl
+from .schema import BranchSchema
+from .triggers import Events, markers, objects
+from .views import key_view, main_as_of, world_at
+from .writes import (
     Upsert,
     WorldTable,
     delete_trigger,

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import apsw
 
-from ..sqltext import quote_ident
-from .appschema import UniqueRule
-from .catalog import ROWID_COL, TableInfo
-from .overlaywrites import allocate, checked_int, counter, tombstone, write_row
-from .shadow import WORLD, overlay_table
-from .worldctx import COUNT, CTX, DEPTH_DOWN, DEPTH_UP
-from .worldrules import (
+from ...sqltext import quote_ident
+from ..schema.catalog import ROWID_COL, TableInfo
+from ..schema.constraints import UniqueRule
+from ..shadow import WORLD, overlay_table
+from .context import COUNT, CTX, DEPTH_DOWN, DEPTH_UP
+from .overlay import allocate, checked_int, counter, tombstone, write_row
+from .rules import (
     IGNORE,
     REPLACE,
     Link,
@@ -38,8 +38,8 @@ from .worldrules import (
     unique_applies,
     unique_match,
 )
-from .worldtriggers import Events, fire, start
-from .worldviews import key_view
+from .triggers import Events, fire, start
+from .views import key_view
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import apsw
 
-from ..sqltext import comma_parts, matching_paren, name_tokens, quote_ident, tokens
-from .appschema import Rules, read_rules
-from .fetch import all_rows, one_row
-from .ftsinfo import fts_tables
+from ...sqltext import comma_parts, matching_paren, name_tokens, quote_ident, tokens
+from ..fetch import all_rows, one_row
+from .constraints import Rules, read_rules
+from .virtual import fts_tables
 
 PREFIX = "_chronos_"
 ROWID_COL = "_chronos_rowid"

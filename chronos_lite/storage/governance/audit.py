@@ -21,7 +21,7 @@ from typing import Any
 
 import apsw
 
-from .fetch import all_rows
+from ..fetch import all_rows
 
 DDL = """
 CREATE TABLE IF NOT EXISTS _chronos_audit(

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..render import blob_hex, blob_json
-from .catalog import Column, TableInfo
+from .schema.catalog import Column, TableInfo
 
 T = TypeVar("T")
 

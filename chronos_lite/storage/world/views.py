@@ -1,23 +1,14 @@
 """The views that read a branch as it was: main as of a history position (``main_as_of``:
 ``main@when``, ``AS OF``), and a world at a moment (``world_at``: ``w@when``), from main's
 history and the worlds' history. Plain SQL on indexed tables: a point lookup is a few probes.
-A world as it is now reads through ``worldstate``'s views; its writes are ``worldwrites``'.
+A world as it is now reads through ``world.state``'s views; its writes are ``world.writes``'.
 """
 
 from __future__ import annotations
 
-from ..sqltext import quote_ident
-from .catalog import ROWID_COL, TableInfo
-from .shadow import (
-    DEAD,
-    OP,
-    SEQ,
-    TIME,
-    WORLD,
-    history_table,
-    overlay_table,
-    world_history_table,
-)
+from ...sqltext import quote_ident
+from ..schema.catalog import ROWID_COL, TableInfo
+from ..shadow import DEAD, OP, SEQ, TIME, WORLD, history_table, overlay_table, world_history_table
 
 
 def key_view(n: int) -> str:

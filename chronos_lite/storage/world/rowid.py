@@ -24,14 +24,14 @@ from typing import Any
 
 import apsw
 
-from ..errors import REFUSED, ChronosError
-from ..sqltext import quote_ident
-from . import guard
-from .catalog import ROWID_COL, TableInfo
-from .fetch import one_row
-from .overlaywrites import counter
+from ...errors import REFUSED, ChronosError
+from ...sqltext import quote_ident
+from .. import guard
+from ..fetch import one_row
+from ..schema.catalog import ROWID_COL, TableInfo
+from .overlay import counter
 from .session import Session
-from .worldviews import key_view
+from .views import key_view
 
 MODULE = "chronos_world_rows"
 _ROWID = quote_ident(ROWID_COL)

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from .worlds import World
-from .worldschema import BranchSchema
+from ..worlds import World
+from .schema import BranchSchema
 
 
 @dataclass

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import apsw
 
-from ..sqltext import quote_ident
-from .ftsinfo import Fts
-from .worldctx import DEPTH_DOWN, DEPTH_UP
+from ...sqltext import quote_ident
+from ..schema.virtual import Fts
+from .context import DEPTH_DOWN, DEPTH_UP
 
 
 def temp_copy(conn: apsw.Connection, fts: Fts) -> None:

@@ -36,11 +36,11 @@ from dataclasses import dataclass, replace
 
 import apsw
 
-from ..sqltext import quote_ident
-from . import shadow, worlds
-from .appschema import UserTrigger, read_rules, read_triggers
-from .catalog import PREFIX, Column, TableInfo, generated_expressions, table_info
-from .fetch import all_rows, one_row
+from ...sqltext import quote_ident
+from .. import shadow, worlds
+from ..fetch import all_rows, one_row
+from ..schema.catalog import PREFIX, Column, TableInfo, generated_expressions, table_info
+from ..schema.constraints import UserTrigger, read_rules, read_triggers
 
 DROPPED = f"{PREFIX}dropped:"  # a world's placeholder for a table it dropped reads this (absent)
 WORKS = (

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..sqltext import quote_ident, quote_literal, tokens
-from .appschema import UserTrigger
-from .catalog import TableInfo
-from .worldctx import CTX, DEPTH_DOWN, DEPTH_UP
+from ...sqltext import quote_ident, quote_literal, tokens
+from ..schema.catalog import TableInfo
+from ..schema.constraints import UserTrigger
+from .context import CTX, DEPTH_DOWN, DEPTH_UP
 
 FRAME, ROWID, MASK, QUIET, FIRE = (
     "_chronos_frame",

@@ -9,8 +9,8 @@
   RESTRICT) as statements on the child's rows in the world, which fire the child's own
   triggers as they do on main.
 
-A step reads the statement's context from ``CTX`` (``worldctx``). ``go`` is the condition a step
-runs under: ``1``, or, in a trigger that must run to its end (a table with triggers of its
+A step reads the statement's context from ``CTX`` (``world.context``). ``go`` is the condition
+a step runs under: ``1``, or, in a trigger that must run to its end (a table with triggers of its
 own), that the row isn't being skipped.
 """
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..sqltext import quote_ident, quote_literal, tokens
-from .appschema import ForeignKey, UniqueRule
-from .catalog import TableInfo, check_constraints
-from .worldctx import CTX, DEPTH_DOWN, DEPTH_UP, SKIPPING
+from ...sqltext import quote_ident, quote_literal, tokens
+from ..schema.catalog import TableInfo, check_constraints
+from ..schema.constraints import ForeignKey, UniqueRule
+from .context import CTX, DEPTH_DOWN, DEPTH_UP, SKIPPING
 
 ROLLBACK, ABORT, FAIL, IGNORE, REPLACE = 1, 2, 3, 4, 5
 CODES = {"ROLLBACK": ROLLBACK, "ABORT": ABORT, "FAIL": FAIL, "IGNORE": IGNORE, "REPLACE": REPLACE}

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import apsw
 
-from ..sqltext import quote_ident, tokens
-from .catalog import ROWID_COL, TableInfo
-from .fetch import one_row
-from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from ...sqltext import quote_ident, tokens
+from ..fetch import one_row
+from ..schema.catalog import ROWID_COL, TableInfo
+from ..shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 
 IN_MAIN = "_chronos_m"
 

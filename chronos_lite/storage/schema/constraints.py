@@ -3,8 +3,8 @@ and whether they are deferred), unique rules (constraints and unique indexes, pa
 expressions, with their declared conflict clauses), NOT NULL's conflict clauses, and triggers.
 
 SQLite enforces all of these on main by itself. A world emulates them in its INSTEAD OF
-triggers (``worldrules``, ``worldtriggers``), so they are read here from whatever connection
-holds the branch's schema: main, or a world's scratch copy of it (``worldschema.scratch``).
+triggers (``world.rules``, ``world.triggers``), so they are read here from whatever connection
+holds the branch's schema: main, or a world's scratch copy of it (``world.schema.scratch``).
 What the pragmas don't say (deferral, conflict clauses, an index's expressions and WHERE, a
 trigger's parts) is read from the statement text SQLite stored.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from ..sqltext import comma_parts, matching_paren, quote_ident, tokens
-from .fetch import all_rows
+from ...sqltext import comma_parts, matching_paren, quote_ident, tokens
+from ..fetch import all_rows
 
 MODES = ("ROLLBACK", "ABORT", "FAIL", "IGNORE", "REPLACE")
 

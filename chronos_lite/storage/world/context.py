@@ -21,8 +21,8 @@ from typing import Any
 
 import apsw
 
-from . import events
-from .fetch import one_row
+from .. import events
+from ..fetch import one_row
 
 CTX = "temp._chronos_ctx"
 CTX_DDL = (
@@ -41,7 +41,7 @@ CTX_DDL = (
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_active(id INTEGER, frame INTEGER);"
     # Rows of events whose BEFORE triggers all ran (a RAISE(IGNORE) stops them short).
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_done(events TEXT, frame INTEGER);"
-    # Keys main changed since a world's fork, being pinned as they were then (worldstate).
+    # Keys main changed since a world's fork, being pinned as they were then (world.state).
     "CREATE TEMP TABLE IF NOT EXISTS _chronos_pins(k TEXT PRIMARY KEY) WITHOUT ROWID;"
     # What the connection's TEMP objects were last made as (placement's token): a rollback
     # that takes them back takes the token back with them.

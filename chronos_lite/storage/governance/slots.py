@@ -15,7 +15,7 @@ import os
 import threading
 from pathlib import Path
 
-from ..errors import ChronosError
+from ...errors import ChronosError
 
 TOO_MANY = "53300"  # Postgres' too_many_connections
 DIRECTORY = "running"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .fetch import all_rows
+from ..fetch import all_rows
 
 DDL = """
 CREATE TABLE IF NOT EXISTS _chronos_reviews(

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import apsw
 
-from .. import errors, names
-from ..errors import ChronosError
-from .fetch import all_rows
+from ... import errors, names
+from ...errors import ChronosError
+from ..fetch import all_rows
 
 DDL = """
 CREATE TABLE IF NOT EXISTS _chronos_merge_checks(

@@ -1,6 +1,6 @@
 """What main's virtual tables are: their modules, and an FTS5 table's parts (its columns, and
 where its content is: its own, an external table's, or none). Read from the statement text
-SQLite stored; ``worldfts`` gives a world its copies of them."""
+SQLite stored; ``world.fts`` gives a world its copies of them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import apsw
 
-from ..sqltext import comma_parts, tokens
-from .fetch import all_rows, one_row
+from ...sqltext import comma_parts, tokens
+from ..fetch import all_rows, one_row
 
 
 @dataclass(frozen=True)
