@@ -38,7 +38,7 @@ import chronos_lite
 from chronos_lite import render
 from chronos_lite.operations.registry import REGISTRY
 from chronos_lite.shell.session import Shell
-from chronos_lite.statements import chronos as statements
+from chronos_lite.statements import chronos_sql as statements
 
 ROWS = 10_000
 # The issue names no targets for the shell: the figures are for information, and the

@@ -2,7 +2,7 @@
 
 A value JSON can't hold has one spelling in every JSON chronos writes (MCP, ``--json``, diff,
 merge_preview, history, errors' data), which ``put`` and a merge's ``rows`` read back
-(``storage/spelling.py``): a BLOB is ``{"$blob": "<hex>"}``, the infinities are the strings
+(``storage/codec.py``): a BLOB is ``{"$blob": "<hex>"}``, the infinities are the strings
 ``"Infinity"`` and ``"-Infinity"``. Integers are JSON numbers, whatever their size.
 
 What a person reads in a terminal holds no character the terminal would obey or not show

@@ -81,3 +81,33 @@ def test_page_examples_run(page: Path) -> None:
         timeout=600,
     )
     assert run.returncode == 0, f"{run.stdout}{run.stderr}\n(python3 dev.py docs rewrites them)"
+
+
+def _package_rows(page: str) -> list[tuple[list[str], str]]:
+    """docs/architecture.md's package table: each row's folders or files, and its text."""
+    rows = []
+    table = Path(page).read_text().split("## The packages", 1)[1].split("\n## ", 1)[0]
+    for line in table.splitlines():
+        cells = line.split("|")
+        if len(cells) > 3 and "`" in cells[1]:
+            rows.append((re.findall(r"`([^`]+)`", cells[1]), cells[2]))
+    return rows
+
+
+def test_architecture_md_names_every_module() -> None:
+    package = ROOT / "chronos_lite"
+    rows = _package_rows(str(ROOT / "docs" / "architecture.md"))
+    unnamed = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if path.name == "__init__.py":
+            continue
+        folder = relative.parent.as_posix() + "/"
+        named = any(
+            relative.as_posix() in places
+            or (folder in places and f"`{path.stem}`" in text)
+            for places, text in rows
+        )
+        if not named:
+            unnamed.append(relative.as_posix())
+    assert unnamed == []

@@ -10,7 +10,7 @@ import pytest
 
 from chronos_lite import ChronosError
 from chronos_lite.operations.registry import REGISTRY, Caller
-from chronos_lite.statements.chronos import FORMS, GRAMMAR, is_chronos, parse
+from chronos_lite.statements.chronos_sql import FORMS, GRAMMAR, is_chronos, parse
 
 # Each form as an error shows it (GRAMMAR with the argument names left out).
 SHOWN = [

@@ -259,7 +259,7 @@ def _only_tables(db: Database, world: World, names: list[str] | None) -> set[str
 
 
 def _split_key(db: Database, world: World, spelled: str, what: str) -> tuple[str, tuple]:
-    """A ``table/id`` (``storage/spelling.py``) as (the table's name, the key's values)."""
+    """A ``table/id`` (``storage/codec.py``) as (the table's name, the key's values)."""
     t, ident = split_key(spelled, find_in(db.tables_for(world)), what)
     return t.name, tuple(parse_id(t, ident))
 

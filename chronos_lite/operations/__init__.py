@@ -5,13 +5,13 @@ with their text renderings, one module per concern. Importing the package regist
 from . import (  # noqa: F401
     agents,
     branches,
+    checks,
     data,
     history,
     insert,
     merging,
     policies,
     reviewing,
-    rules,
     sql,
 )
 from .registry import REGISTRY

@@ -61,7 +61,7 @@ def _restored(done: restore.Restored, to: str) -> Reply:
     )
 
 
-# --- history and undo (chronos_lite/events.py, chronos_lite/undo.py) -------------------------
+# --- history and undo (storage/events.py, history/undo.py) --------------------------------------
 
 
 @operation(

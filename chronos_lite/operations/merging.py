@@ -142,4 +142,4 @@ def rebase_op(db: Database, args: dict, caller: Caller) -> Reply:
     return Reply(f"REBASE {n}", {"branch": args["branch"], "taken": n})
 
 
-# --- putting a branch back (chronos_lite/restore.py) -----------------------------------------
+# --- putting a branch back (chronos_lite/history/restore.py) ---------------------------------

@@ -19,8 +19,8 @@ from ..storage.governance import agents
 from ..storage.governance import mode as db_mode
 from ..storage.governance import policies as mergepolicies
 from ..storage.governance.policies import Policy
+from .checks import draft
 from .registry import Caller, Reply, operation
-from .rules import draft
 
 COLUMNS = [
     "name",

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .. import sqltext
 from ..errors import REFUSED, ChronosError
-from ..statements import chronos as statements_sql
+from ..statements import chronos_sql
 from ..storage import guard, worlds
 from ..storage.branchref import BranchRef
 from ..storage.governance import agents
@@ -173,14 +173,14 @@ def _check_sql(args: dict, reads_only: Callable[[str], bool]) -> None:
     """Chronos' statements are refused or let through here (what SQLite runs, the guard
     checks as it prepares it)."""
     for stmt in sqltext.split_statements(args.get("sql", "")):
-        if statements_sql.is_chronos(stmt):
+        if chronos_sql.is_chronos(stmt):
             _check_statement(stmt, sqltext.keywords(stmt, 2) or [""], reads_only)
 
 
 def _check_statement(stmt: str, words: list[str], reads_only: Callable[[str], bool]) -> None:
     """Chronos statements that only read (SHOW WORLDS, DIFF, MERGE ... DRY RUN, SHOW HISTORY)
     run in safe mode; the rest change worlds, which the tools do on an agent's own branches."""
-    op, _args = statements_sql.parse(stmt)  # a malformed one: the error shows its form
+    op, _args = chronos_sql.parse(stmt)  # a malformed one: the error shows its form
     if op == "audit":
         raise ChronosError(
             "safe mode: agents can't read the audit trail (SHOW AUDIT): a person reads it with "

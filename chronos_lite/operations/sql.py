@@ -9,8 +9,7 @@ from typing import Any
 
 from .. import render, sqltext
 from ..errors import BAD_ARGUMENT, ChronosError
-from ..statements import budget, sqlrun
-from ..statements import chronos as chronos_sql
+from ..statements import budget, chronos_sql, sqlrun
 from ..storage import guard
 from ..storage.db import Database
 from ..storage.worlds import World

@@ -26,7 +26,7 @@ import chronos_lite
 
 from .. import render
 from ..operations.registry import REGISTRY
-from ..statements import chronos as chronos_sql
+from ..statements import chronos_sql
 from ..storage.branchref import BranchRef
 from .session import ALIASES, BUILTINS, Shell
 

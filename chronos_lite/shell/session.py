@@ -23,7 +23,7 @@ from .. import render, sqltext
 from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
-from ..statements import chronos as chronos_sql
+from ..statements import chronos_sql
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from . import output

@@ -17,7 +17,7 @@ from ..storage.fetch import one_row
 from ..storage.world import schema as worldschema
 from ..storage.world import sql as worldsql
 from ..storage.world import state as worldstate
-from ..storage.world.session import Session
+from ..storage.world.placement import Session
 
 T = TypeVar("T")
 

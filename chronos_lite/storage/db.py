@@ -21,8 +21,8 @@ from .fetch import one_row
 from .schema.catalog import TableInfo, table_info, user_tables
 from .world import placement
 from .world import schema as worldschema
+from .world.placement import Session
 from .world.schema import BranchSchema
-from .world.session import Session
 from .world.sql import CTX_DDL
 from .worlds import World
 

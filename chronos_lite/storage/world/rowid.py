@@ -30,7 +30,7 @@ from .. import guard
 from ..fetch import one_row
 from ..schema.catalog import ROWID_COL, TableInfo
 from .overlay import counter
-from .session import Session
+from .placement import Session
 from .views import key_view
 
 MODULE = "chronos_world_rows"

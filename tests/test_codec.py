@@ -1,4 +1,4 @@
-"""Row ids and ``table/id`` (storage/spelling.py): what is printed reads back as the same row,
+"""Row ids and ``table/id`` (storage/codec.py): what is printed reads back as the same row,
 whatever the key's values and the table's name; and the Python API takes any name SQLite does."""
 
 from __future__ import annotations
