@@ -104,8 +104,7 @@ def test_architecture_md_names_every_module() -> None:
             continue
         folder = relative.parent.as_posix() + "/"
         named = any(
-            relative.as_posix() in places
-            or (folder in places and f"`{path.stem}`" in text)
+            relative.as_posix() in places or (folder in places and f"`{path.stem}`" in text)
             for places, text in rows
         )
         if not named:
