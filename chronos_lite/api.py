@@ -10,29 +10,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from . import vtab
 from .history import prune
-from .merge import apply as merge_apply
-from .merge import diff as merge_diff
-from .merge import rebase as merge_rebase
-from .operations import reviewing
-from .operations.registry import REGISTRY, Args, Caller, Reply
-from .operations.sql import run_sql
-from .statements import sqlrun
-from .storage import codec, lifecycle, rows
+from .operations.data import NoRow
+from .operations.registry import REGISTRY, Caller, Reply
+from .storage import codec
 from .storage.db import Database
 from .storage.folder import create
 from .storage.worlds import World
 
 if TYPE_CHECKING:
-    from .statements import loading
-
-T = TypeVar("T")
+    from .merge import apply as merge_apply
+    from .merge import diff as merge_diff
+    from .statements import loading, sqlrun
 
 
 def _id(value: Any) -> str:
@@ -57,13 +51,12 @@ class Chronos(Database):
     def connection_ready(self, conn: apsw.Connection) -> None:
         vtab.register(self, conn)  # chronos_worlds, chronos_diff('w'), chronos_conflicts('w')
 
-    def _run(self, operation: str, args: dict[str, Any], body: Callable[[Args], T]) -> T:
-        """One way in: the registry's checks for ``operation`` (its schema's validation, the
-        rights, bounds, faults as their errors), then ``body``, the engine's call, whose
-        objects the methods return (the registry's text and data: ``call``)."""
+    def _value(self, operation: str, caller: Caller | None = None, **args: Any) -> Any:
+        """The operation's own handler, through the registry as every front end reaches it
+        (its schema's validation, the rights, bounds, faults as their errors), for its
+        engine object: the reply's value (its text and data: ``call``)."""
         given = {key: value for key, value in args.items() if value is not None}
-        op = REGISTRY.get(operation)
-        return REGISTRY.run(self, op, given, self._caller(), body)
+        return REGISTRY.call(self, operation, given, caller or self._caller(), render=False).value
 
     def _caller(self) -> Caller:
         """Who acts in a method's call: ``caller_name`` and ``caller_run`` (the owner unless
@@ -72,10 +65,7 @@ class Chronos(Database):
 
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
         """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
-        args = {"sql": sql, "params": list(params) or None, "branch": branch}
-        return self._run(
-            "sql", args, lambda a: run_sql(self, branch, sql, list(params), self._caller())
-        )
+        return self._value("sql", sql=sql, params=list(params) or None, branch=branch)
 
     def query(self, sql: str, *params: Any, branch: str = "main") -> list[dict[str, Any]]:
         """The rows of the last statement's result, as dicts."""
@@ -86,13 +76,14 @@ class Chronos(Database):
     def get(self, table: str, id: Any, branch: str = "main") -> dict[str, Any] | None:
         """One row by its id (text as the tools take it, an int, or a list of the key's
         values); None if there is none."""
-        args = {"table": table, "id": _id(id), "branch": branch}
-        return self._run("get", args, lambda a: rows.get(self, branch, table, a["id"])[1])
+        try:
+            return self._value("get", table=table, id=_id(id), branch=branch)
+        except NoRow:
+            return None
 
     def put(self, table: str, id: Any, record: dict[str, Any], branch: str = "main") -> bool:
         """Create or replace a whole row; True if it was created."""
-        args = {"table": table, "id": _id(id), "record": record, "branch": branch}
-        return self._run("put", args, lambda a: rows.put(self, branch, table, a["id"], record))
+        return self._value("put", table=table, id=_id(id), record=record, branch=branch)
 
     def insert(
         self,
@@ -107,26 +98,19 @@ class Chronos(Database):
     ) -> loading.Loaded:
         """Load a CSV, TSV, JSON or NDJSON file's rows into a table (created if missing, ``pk``
         its primary key); ``upsert``: insert or update by primary key. One transaction."""
-        from .statements import loading  # (sqlite-utils, ~0.1 s to import: only to load a file)
-
-        args = {
-            "table": table,
-            "file": str(file),
-            "pk": [pk] if isinstance(pk, str) else pk,
-            "upsert": upsert,
-            "format": format,
-            "encoding": encoding,
-            "branch": branch,
-        }
-        return self._run(
+        return self._value(
             "insert",
-            args,
-            lambda a: loading.insert(self, branch, table, str(file), pk, upsert, format, encoding),
+            table=table,
+            file=str(file),
+            pk=[pk] if isinstance(pk, str) else pk,
+            upsert=upsert,
+            format=format,
+            encoding=encoding,
+            branch=branch,
         )
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
-        args = {"table": table, "id": _id(id), "branch": branch}
-        self._run("delete", args, lambda a: rows.delete(self, branch, table, a["id"]))
+        self._value("delete", table=table, id=_id(id), branch=branch)
 
     def fork(
         self,
@@ -136,29 +120,28 @@ class Chronos(Database):
         owner: str | None = None,
     ) -> World:
         """Create a branch from main (or from ``source``, another branch; ``name@when``: as it
-        was then). Instant: no rows are copied."""
-        args = {"name": name, "from": source, "meta": meta}
-        return self._run("fork", args, lambda a: lifecycle.fork(self, name, source, meta, owner))
+        was then). Instant: no rows are copied. ``owner``: whom the branch is recorded as
+        forked by (the caller's name unless given)."""
+        caller = self._caller()
+        if owner is not None:
+            caller.name = owner
+        return self._value("fork", caller, name=name, meta=meta, **{"from": source})
 
     def set_meta(self, name: str, changes: dict) -> World:
         """Merge ``changes`` into a branch's notes; a None value removes a key."""
-        args = {"branch": name, "meta": changes}
-        return self._run("set_meta", args, lambda a: lifecycle.set_meta(self, name, changes))
+        return self._value("set_meta", branch=name, meta=changes)
 
     def discard(self, name: str, cascade: bool = False) -> list[World]:
         """Throw a branch (and with ``cascade`` the branches forked from it) away."""
-        args = {"branch": name, "cascade": cascade}
-        return self._run("discard", args, lambda a: lifecycle.discard(self, name, cascade))
+        return self._value("discard", branch=name, cascade=cascade)
 
     def branches(self) -> list[World]:
-        return self.worlds()
+        """The open worlds (main is not one)."""
+        return self._value("branches")
 
     def diff(self, branch: str, to: str | None = None) -> merge_diff.Diff:
         """What changed on a branch since its fork (or between two branches)."""
-        args = {"branch": branch, "to": to}
-        if to:
-            return self._run("diff", args, lambda a: merge_diff.compare(self, branch, to))
-        return self._run("diff", args, lambda a: merge_diff.diff(self, branch))
+        return self._value("diff", branch=branch, to=to)
 
     def merge(
         self,
@@ -178,33 +161,19 @@ class Chronos(Database):
         """Merge a branch into its parent (or ``into`` another branch); raises ChronosError
         (code 40001, the conflicts as ``data``) when rows both sides changed are unsettled.
         ``version``, ``target``, ``confirm_deletes`` and ``confirm`` as for the merge tool."""
-        args = {
-            "branch": branch,
-            "resolve": resolve,
-            "by_columns": by_columns,
-            "rows": rows,
-            "only_tables": only_tables,
-            "only_keys": only_keys,
-            "into": into,
-            "version": version,
-            "target": target,
-            "confirm_deletes": confirm_deletes,
-            "confirm": confirm,
-        }
-        opts = merge_apply.Options(resolve, by_columns, rows or {}, only_tables, only_keys, into)
-        return self._run(
+        return self._value(
             "merge",
-            args,
-            lambda a: merge_apply.merge(
-                self,
-                branch,
-                opts,
-                version,
-                confirm_deletes,
-                target,
-                confirm,
-                reviewing.gate_for(self, branch, self._caller()),  # (as the merge tool's)
-            ),
+            branch=branch,
+            resolve=resolve,
+            by_columns=by_columns,
+            rows=rows,
+            only_tables=only_tables,
+            only_keys=only_keys,
+            into=into,
+            version=version,
+            target=target,
+            confirm_deletes=confirm_deletes,
+            confirm=confirm,
         )
 
     def rebase(
@@ -216,9 +185,9 @@ class Chronos(Database):
         rows: dict[str, Any] | None = None,
     ) -> int:
         """Move a branch's fork point up to its parent now; the parent's rows it took in."""
-        args = {"branch": branch, "resolve": resolve, "by_columns": by_columns, "rows": rows}
-        opts = merge_apply.Options(resolve, by_columns, rows or {})
-        return self._run("rebase", args, lambda a: merge_rebase.rebase(self, branch, opts))
+        return self._value(
+            "rebase", branch=branch, resolve=resolve, by_columns=by_columns, rows=rows
+        )
 
     def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
         """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""

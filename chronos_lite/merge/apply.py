@@ -21,6 +21,7 @@ from .. import errors
 from ..errors import ChronosError
 from ..render import blob_json
 from ..storage import events, lifecycle, worlds
+from ..storage.branchref import BranchRef
 from ..storage.codec import db_row, find_in, parse_id, split_key
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
@@ -31,9 +32,10 @@ from ..storage.worlds import World
 from . import checks, partial, replica
 from .changes import Change, world_changes
 from .diff import ORDER, row_text
-from .gate import Gate, judge
+from .gate import judge
 from .names import Names
 from .policy import Held
+from .request import Options
 from .schema import Step, apply_steps, steps
 from .schema import conflict_error as schema_conflict_error
 
@@ -85,21 +87,6 @@ class Plan:
     def deletes(self) -> int:
         """Rows the merge deletes: row by row, and with the tables it drops."""
         return sum(o.deletes for o in self.writes) + sum(s.rows for s in self.schema)
-
-
-@dataclass
-class Options:
-    resolve: str = "fail"
-    by_columns: bool = False
-    rows: dict[str, Any] = field(default_factory=dict)
-    only_tables: list[str] | None = None
-    only_keys: list[str] | None = None
-    into: str | None = None
-
-    @property
-    def partial(self) -> bool:
-        """The world stays open: part of it merges, or it goes to a branch by name."""
-        return self.only_tables is not None or self.only_keys is not None or self.into is not None
 
 
 def _settle(c: Change, opts: Options, by_hand: Any) -> Outcome:
@@ -171,7 +158,7 @@ def _by_hand(c: Change, choice: Any) -> Outcome:
 def target_of(db: Database, world: World, opts: Options) -> tuple[Session, bool]:
     """The branch a merge writes (a session on it), and whether it is not the world's parent."""
     parent = world.parent if world.parent_id is not None else "main"
-    into = opts.into or parent
+    into = opts.into.writable() if opts.into is not None else parent
     if into == world.name:
         raise ChronosError(f"'into' names {world.name} itself: give its parent or another branch")
     below = {w.name for w in worlds.children(db.main.conn, world)}
@@ -180,14 +167,14 @@ def target_of(db: Database, world: World, opts: Options) -> tuple[Session, bool]
             f"'into' names {into}, forked from {world.name}: merge it the other "
             f"way (merge {into} into {world.name})"
         )
-    return db.session(into), into != parent
+    return db.session(opts.into or BranchRef(parent)), into != parent
 
 
 def position(db: Database, session: Session) -> int:
     """Where a branch stands, as one number that moves on with every write to it: a world's
     version, or for main the sum of its tables' history positions."""
     if session.world is not None:
-        return db.world(session.world.name).version
+        return worlds.version_of(session.conn, session.world.id) or 0
     conn = session.conn
     return sum(
         one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))[0]
@@ -206,9 +193,8 @@ class Reach:
     there: set[int]
 
 
-def prepare(db: Database, name: str, opts: Options) -> tuple[Plan, Reach]:
+def prepare(db: Database, world: World, opts: Options) -> tuple[Plan, Reach]:
     """A merge's plan without its rows yet (its target and schema changes), and its reach."""
-    world = db.world(name)
     parent, other = target_of(db, world, opts)
     tables = _only_tables(db, world, opts.only_tables)
     keys = _only_keys(db, world, opts.only_keys)
@@ -219,7 +205,7 @@ def prepare(db: Database, name: str, opts: Options) -> tuple[Plan, Reach]:
     p.schema = steps(db, world, parent, tables)
     if other and p.schema:
         raise ChronosError(
-            f"{name} changed the schema ({'; '.join(s.op.sql(s.table) for s in p.schema)}): "
+            f"{world.name} changed the schema ({'; '.join(s.op.sql(s.table) for s in p.schema)}): "
             f"schema changes merge into its parent ({world.parent}) only; merge there, or "
             f"leave those tables out with only_tables"
         )
@@ -237,8 +223,8 @@ def settle(c: Change, opts: Options, reach: Reach, parent: str) -> Outcome:
     return outcome
 
 
-def plan(db: Database, name: str, opts: Options) -> Plan:
-    p, reach = prepare(db, name, opts)
+def plan(db: Database, world: World, opts: Options) -> Plan:
+    p, reach = prepare(db, world, opts)
     for c in world_changes(db, p.world, p.parent, reach.tables, p.other):
         if reach.keys is not None and (c.table, c.key) not in reach.keys:
             continue
@@ -334,22 +320,12 @@ def _flag_interrupted(db: Database, world: World, confirm: bool) -> None:
         worlds.mark_merging(conn, world, True)
 
 
-def merge(
-    db: Database,
-    name: str,
-    opts: Options,
-    version: int | None = None,
-    confirm_deletes: int | None = None,
-    target: int | None = None,
-    confirm: bool = False,
-    gate: Gate | None = None,
-) -> Plan:
-    """Merge a world into its parent (all of it, finishing it, or a part, leaving it open).
-    ``gate``: what holds it for a person (an agent's policy; a person's confirm_deletes_over;
-    a dry run, which only says whether it would be held)."""
-    gate = gate or Gate()
-    world = db.world(name)
-    check_version(world, version)
+def merge(db: Database, world: World, opts: Options) -> Plan:
+    """Merge a world into its parent (all of it, finishing it, or a part, leaving it open), as
+    ``opts`` asks. ``opts.gate``: what holds it for a person (an agent's policy; a person's
+    confirm_deletes_over; a dry run, which only says whether it would be held)."""
+    gate, name = opts.gate, world.name
+    check_version(world, opts.version)
     children = worlds.children(db.main.conn, world)
     if children and not opts.partial:
         raise ChronosError(
@@ -361,25 +337,27 @@ def merge(
     conn = session.conn
     # confirm applies to a plain merge only (the spec): it is not needed, nor asked for, when
     # into, only_tables, only_keys, by_columns, rows or version is given
-    settled = opts.partial or opts.by_columns or bool(opts.rows) or version is not None
     if not gate.dry:
-        _flag_interrupted(db, world, confirm or settled)
+        _flag_interrupted(db, world, opts.confirm or opts.settled)
     p = None
     try:
         with replica.keys_off(session), db.write(conn):
-            if target is not None and position(db, session) != target:
+            if opts.target is not None and position(db, session) != opts.target:
                 raise ChronosError(
-                    f"{session.branch} changed since the preview (it stood at {target}, now "
-                    f"{position(db, session)}): preview the merge again",
+                    f"{session.branch} changed since the preview (it stood at {opts.target}, "
+                    f"now {position(db, session)}): preview the merge again",
                     errors.CONFLICT,
                 )
-            p = plan(db, name, opts)  # inside the write lock: nothing moves under it
+            # inside the write lock, the world as the file has it: nothing moves under it
+            world = worlds.again(conn, world)
+            check_version(world, opts.version)
+            p = plan(db, world, opts)
             clashes = [s for s in p.schema if s.conflict]
             if clashes:
                 raise schema_conflict_error(world, p.parent_name, clashes)
             if p.conflicts and not gate.dry:  # (a dry run judges the rest: they aren't a rule)
                 raise conflict_error(p)
-            held = judge(db, p, gate, confirm_deletes)
+            held = judge(db, p, gate, opts.confirm_deletes)
             before = events.positions(conn, db.tables()) if session.world is None else None
             touched, gone = checks.touched(p), checks.gone(p)  # (before the merge renames)
             apply_steps(db, world, session, p.schema)

@@ -11,12 +11,13 @@ from typing import Any
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import json_row, json_value, row_json
 from ..sqltext import literal, quote_ident
-from ..storage.branchref import BranchRef
+from ..storage.branchref import MAIN, BranchRef
 from ..storage.codec import sort_key
 from ..storage.db import Database
 from ..storage.rows import view_row
 from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
+from ..storage.worlds import World
 from .changes import Change, check_bounds, iter_changes, world_changes
 from .changeset import ChangeSet, ordered
 from .schema import Step, steps
@@ -178,22 +179,27 @@ def _schema_words(kind: str, table: str, name: str, n: int) -> str:
     return f"{'created' if kind == 'create' else 'dropped'} {table}"
 
 
-def diff(db: Database, branch: str, tables: set[str] | None = None) -> Diff:
-    if BranchRef.parse(branch).past:
+def forked(db: Database, ref: BranchRef) -> World:
+    """The world whose changes since its fork a diff of ``ref`` shows (main has no fork, and a
+    branch as it was is compared with ``to``)."""
+    if ref.past:
         raise ChronosError(
             f"diff shows what a branch changed since its fork; to compare with a branch as it "
-            f"was at a moment, give that as to (diff {BranchRef.parse(branch).name} with "
-            f"to={branch})",
+            f"was at a moment, give that as to (diff {ref.name} with to={ref})",
             BAD_ARGUMENT,
         )
-    world = db.resolve(branch)
-    if world is None:
+    if ref.is_main:
         raise ChronosError(
             "main has no fork to compare with: give a branch you forked (or compare a branch "
             "with main: diff <branch> with to=main; in SQL DIFF <branch> TO main)",
             BAD_ARGUMENT,
         )
-    parent = db.session(world.parent if world.parent_id is not None else None)
+    return db.world(ref)
+
+
+def diff(db: Database, world: World, tables: set[str] | None = None) -> Diff:
+    """What ``world`` changed since its fork (``tables``: only these)."""
+    parent = db.session(BranchRef(world.parent) if world.parent_id is not None else MAIN)
     return Diff(
         world.name,
         Counted(ChangeSet(db, world, parent, tables, theirs=False)),
@@ -270,9 +276,9 @@ def change_sql(c: Change) -> str:
     return f"INSERT INTO {table}({names}) VALUES ({values});"
 
 
-def compare(db: Database, branch: str, other: str) -> Diff:
+def compare(db: Database, branch: BranchRef, other: BranchRef) -> Diff:
     """Rows that differ between two branches (``branch`` → ``other``)."""
-    if BranchRef.parse(branch).past and BranchRef.parse(other).past:
+    if branch.past and other.past:
         raise ChronosError(
             "diff compares a branch with another, of which at most one may be name@when",
             BAD_ARGUMENT,

@@ -9,8 +9,10 @@ from ..errors import CONFLICT, ChronosError
 from ..sqltext import name_tokens
 from ..storage.db import Database
 from ..storage.fetch import all_rows
-from .apply import Options, position, prepare
+from ..storage.worlds import World
+from .apply import position, prepare
 from .diff import Diff, page_footer, row_text
+from .request import Options
 from .schema import Step
 from .tally import tally
 
@@ -19,23 +21,23 @@ COLUMNS = ["table", "id", "outcome", "detail", "base", "ours", "theirs", "result
 
 def preview(
     db: Database,
-    name: str,
+    world: World,
     opts: Options,
     limit: int,
     offset: int,
-    version: int | None,
     blocked: str | None = None,
 ) -> tuple[str, dict]:
-    """``blocked``: why the caller's merge would wait for a person (its merge policy), shown
-    first."""
-    world = db.world(name)
+    """What merging ``world`` as ``opts`` asks would do, a page of rows (``opts.version``: the
+    version the first page showed). ``blocked``: why the caller's merge would wait for a
+    person (its merge policy), shown first."""
+    name, version = world.name, opts.version
     if version is not None and version != world.version:
         raise ChronosError(
             f"{name} is at version {world.version}, not {version}: it changed since the first "
             f"page; preview again from offset 0",
             CONFLICT,
         )
-    p, reach = prepare(db, name, opts)
+    p, reach = prepare(db, world, opts)
     stands = position(db, p.parent)
     counted = tally(db, p, reach, opts, offset, limit)  # (the counts, and this page's rows)
     summary = _summary_rows(counted.per_table)

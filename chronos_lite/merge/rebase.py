@@ -13,22 +13,26 @@ from ..storage import events, lifecycle, worlds
 from ..storage.db import Database
 from ..storage.governance import holds
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
-from .apply import Options, check_version, conflict_error, plan
+from ..storage.worlds import World
+from .apply import check_version, conflict_error, plan
+from .request import Options
 from .schema import conflict_error as schema_conflict_error
 
 
-def rebase(db: Database, name: str, opts: Options, version: int | None = None) -> int:
-    """Rebase a world; returns how many of the parent's rows it took in."""
-    world = db.world(name)
-    check_version(world, version)
+def rebase(db: Database, world: World, opts: Options) -> int:
+    """Rebase a world as ``opts`` asks (how conflicts settle, the version it must be at);
+    returns how many of the parent's rows it took in."""
+    check_version(world, opts.version)
     if worlds.children(db.main.conn, world):
         raise ChronosError(
-            f"{name} has branches forked from it: merge or discard those first, then rebase",
+            f"{world.name} has branches forked from it: merge or discard those first, then rebase",
             errors.IN_USE,
         )
     conn = db.main.conn
     with db.write(conn):
-        p = plan(db, name, opts)
+        world = worlds.again(conn, world)  # (as the file has it, now nothing moves under it)
+        check_version(world, opts.version)
+        p = plan(db, world, opts)
         clashes = [s for s in p.schema if s.conflict]
         if clashes:  # the world's schema changes must still fit the parent as it is now
             raise schema_conflict_error(world, p.parent_name, clashes, "rebasing")

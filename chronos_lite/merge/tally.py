@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from ..storage.db import Database
-from .apply import Options, Outcome, Plan, Reach, settle
+from .apply import Outcome, Plan, Reach, settle
 from .changes import CHUNK, Change, iter_changes, world_changes
 from .changeset import ChangeSet, ordered
+from .request import Options
 
 
 @dataclass

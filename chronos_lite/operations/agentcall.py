@@ -14,9 +14,10 @@ import apsw
 
 from ..errors import REFUSED, ChronosError
 from ..storage import faults
-from ..storage.branchref import BranchRef
+from ..storage.db import Database
 from ..storage.governance import audit, slots
 from . import rights
+from .args import Args
 from .calllimits import limits_of
 
 T = TypeVar("T")
@@ -36,8 +37,9 @@ FILE_FAULTS = {
 }
 
 
-def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
-    """``call`` (the registry's run of the operation) as the agent's audited call."""
+def run(db: Database, op: Any, args: Any, valid: Args, caller: Any, call: Callable[[], T]) -> T:
+    """``call`` (the registry's run of the operation) as the agent's audited call (``args``:
+    as the agent sent them, which the audit keeps; ``valid``: as validated)."""
     if db.agent_calls:  # (inside one of its calls: the outer call counts and audits)
         return call()
     args = args if isinstance(args, dict) else {}
@@ -45,7 +47,7 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
     slot: slots.Slot | None = None
     before = None if op.read_only else tuple(db.recorded)
     # the run fields before the call (a merge ends its world); a read needs them only if refused
-    fields = {} if op.read_only else _run_fields(db, op.name, args)
+    fields = {} if op.read_only else _run_fields(db, op.name, args, valid)
     try:
         with db.bounds.paused():  # (chronos' own reads, as the audit's write: not the call's)
             read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
@@ -66,7 +68,7 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
                 if exc.code in QUOTA_STOPS
                 else "error"
             )
-            fields = fields or _run_fields(db, op.name, args)
+            fields = fields or _run_fields(db, op.name, args, valid)
             _record(db, op.name, args, caller, fields, outcome, exc.code, str(exc))
         raise
     finally:
@@ -79,7 +81,7 @@ def run(db: Any, op: Any, args: Any, caller: Any, call: Callable[[], T]) -> T:
 
 
 def _record(
-    db: Any,
+    db: Database,
     tool: str,
     args: dict,
     caller: Any,
@@ -117,23 +119,18 @@ def _branch(tool: str, args: dict) -> str:
     return name if isinstance(name, str) and name else "main"
 
 
-def _run_fields(db: Any, tool: str, args: dict) -> dict[str, str]:
+def _run_fields(db: Database, tool: str, args: dict, valid: Args) -> dict[str, str]:
     """The run fields of the call's branch: its meta's (a fork's: the meta it is given)."""
     with db.bounds.paused():  # (chronos' own read: not the call's to stop)
-        return _read_run_fields(db, tool, args)
+        return _read_run_fields(db, tool, args, valid)
 
 
-def _read_run_fields(db: Any, tool: str, args: dict) -> dict[str, str]:
+def _read_run_fields(db: Database, tool: str, args: dict, valid: Args) -> dict[str, str]:
     if tool in ("fork", "set_meta"):
         meta = args.get("meta")
         return audit.run_fields(meta if isinstance(meta, dict) else None)
-    branch = args.get("branch")
-    if not isinstance(branch, str):
-        return {}
-    ref = BranchRef.parse(branch)
-    if ref.is_main:
-        return {}
     try:
-        return audit.run_fields(db.world(ref.name).meta)
+        world = valid.world(db) if valid.given_ref() is not None else None
     except ChronosError:
         return {}  # (no such branch: the call's own error says so)
+    return audit.run_fields(world.meta) if world is not None else {}

@@ -18,12 +18,15 @@ guard's ``Access``); chronos' statements in sql run their operation, checked her
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import REFUSED, ChronosError
 from ..storage import guard, worlds
 from ..storage.branchref import BranchRef
+from ..storage.db import Database
 from ..storage.governance import agents
+from ..storage.worlds import World
+from .args import Args
 
 
 class Caller(Protocol):
@@ -90,24 +93,23 @@ ADMIN_ONLY = {"agent", "config", "audit", "mode", *RULE_SETTERS}
 DECIDES_ITSELF = {"review"}  # (the operation checks the caller is the policy's reviewer)
 
 
-def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> None:
+def check(db: Database, name: str, read_only: bool, args: Args, caller: Caller) -> None:
     """Refuse a call the agent's rights don't allow (nothing has run yet)."""
     rights = caller.rights
-    branch = args.get("branch")
     if name in ADMIN_ONLY:
         _need(caller, {"admin"}, _doing(name, args))
     elif name in WRITES_BRANCH:
-        _need_write(db, branch, caller)
+        _need_write(db, args, caller)
     elif name in MANAGES_WORLD:
-        _need_manage(db, branch, caller, name, bool(args.get("cascade")))
+        _need_manage(db, args, caller, name, bool(args.given("cascade")))
     elif name == "fork":
         _need(caller, {"fork"}, "fork a world")
-        _need_read(db, args.get("from"), caller)
+        _need_read(db, args, caller, "from")
     elif name == "merge":
-        _need_merge(db, branch, args.get("into"), caller)
+        _need_merge(db, args, caller)
     elif name in ("restore", "rollback"):
-        _need(caller, {"restore"}, f"{name} {_where(branch)}")
-        if BranchRef.parse(branch).is_main and main_closed(caller) is not None:
+        _need(caller, {"restore"}, f"{name} {_where(args.given_ref())}")
+        if args.ref().is_main and main_closed(caller) is not None:
             raise main_rewrite_refused(caller, f"{name} main")
     elif name == "undo_merge":
         if not ("admin" in rights or {"restore", "merge"} <= rights):
@@ -121,23 +123,23 @@ def check(db: Any, name: str, read_only: bool, args: dict, caller: Caller) -> No
     elif name in DECIDES_ITSELF:
         pass
     elif name == "undo_agent":
-        _need(caller, {"restore"}, f"undo what {args.get('agent')} did (UNDO AGENT)")
+        _need(caller, {"restore"}, f"undo what {args.given('agent')} did (UNDO AGENT)")
     elif name == "sql":
-        _need_read(db, branch, caller)  # (its statements: the guard, and the calls they run)
+        _need_read(db, args, caller)  # (its statements: the guard, and the calls they run)
     elif read_only:
-        _need_read(db, branch, caller)
+        _need_read(db, args, caller)
         for other in ("to", "into"):  # (diff's other branch, merge_preview's target)
-            if args.get(other):
-                _need_read(db, args[other], caller)
+            if args.given(other):
+                _need_read(db, args, caller, other)
     else:  # (an operation this table doesn't know yet: only an admin)
         _need(caller, {"admin"}, _doing(name, args))
 
 
-def sql_access(db: Any, caller: Caller) -> Callable[[Any], guard.Access]:
+def sql_access(db: Database, caller: Caller) -> Callable[[World | None], guard.Access]:
     """What the agent's SQL may write, per the world a statement runs on (None: main)."""
     rights = caller.rights
 
-    def access(world: Any) -> guard.Access:
+    def access(world: World | None) -> guard.Access:
         if world is None:
             write = writes_main(caller)
         elif world.owner == caller.name:
@@ -150,7 +152,7 @@ def sql_access(db: Any, caller: Caller) -> Callable[[Any], guard.Access]:
     return access
 
 
-def _sql_refusal(caller: Caller, world: Any) -> Callable[[guard.Denial], ChronosError]:
+def _sql_refusal(caller: Caller, world: World | None) -> Callable[[guard.Denial], ChronosError]:
     def refusal(denial: guard.Denial) -> ChronosError:
         if denial.kind == "settings":
             return _refused(caller, f"change settings in SQL ({denial.name})", "admin")
@@ -173,41 +175,39 @@ _OWN_HINT = "it reads without it only the worlds it forked"
 _MAIN_HINT = 'fork a world (the fork tool) and write there, with branch="<your branch>"'
 
 
-def owns(db: Any, branch: str | None, caller: Caller) -> bool:
-    """Whether the branch is a world the agent forked (main and a past branch aren't)."""
-    ref = BranchRef.parse(branch)
-    if ref.is_main:
-        return False
-    return db.world(ref.name).owner == caller.name  # (a clear error for no such branch)
+def _owns(db: Database, args: Args, caller: Caller, key: str) -> bool:
+    """Whether the branch ``key`` names is a world the agent forked (main isn't; a branch as
+    it was is its world's)."""
+    world = args.world(db, key)  # (a clear error for no such branch)
+    return world is not None and world.owner == caller.name
 
 
-def _need_read(db: Any, branch: str | None, caller: Caller) -> None:
-    if "read" in caller.rights or owns(db, branch, caller):
+def _need_read(db: Database, args: Args, caller: Caller, key: str = "branch") -> None:
+    if "read" in caller.rights or _owns(db, args, caller, key):
         return
-    raise _refused(caller, f"read {_where(branch)}", "read", _OWN_HINT)
+    raise _refused(caller, f"read {_where(args.given_ref(key))}", "read", _OWN_HINT)
 
 
-def _need_write(db: Any, branch: str | None, caller: Caller) -> None:
-    ref = BranchRef.parse(branch)
+def _need_write(db: Database, args: Args, caller: Caller) -> None:
+    ref = args.ref()
     if ref.past:
         raise ref.read_only()
-    if ref.is_main:
+    world = args.world(db)
+    if world is None:
         if not writes_main(caller):
             raise _main_refused(caller)
         return
-    world = db.world(ref.name)
     if world.owner == caller.name:
         _need(caller, {"write_own"}, f"write its world {world.name}")
     elif "admin" not in caller.rights:
         raise _not_its(caller, world, "write")
 
 
-def _need_manage(db: Any, branch: str | None, caller: Caller, name: str, cascade: bool) -> None:
+def _need_manage(db: Database, args: Args, caller: Caller, name: str, cascade: bool) -> None:
     what = "discard" if name == "discard" else "change the meta of"
-    ref = BranchRef.parse(branch)
-    if ref.is_main:
+    world = args.world(db)
+    if world is None:
         return  # (the operation's own error: main is no world to discard or annotate)
-    world = db.world(ref.name)
     if "admin" in caller.rights:
         return
     if world.owner != caller.name:
@@ -223,11 +223,11 @@ def _need_manage(db: Any, branch: str | None, caller: Caller, name: str, cascade
             )
 
 
-def _need_merge(db: Any, branch: str | None, into: str | None, caller: Caller) -> None:
+def _need_merge(db: Database, args: Args, caller: Caller) -> None:
     rights = caller.rights
     if "merge" in rights:
         return
-    world = db.world(BranchRef.parse(branch).name)
+    world = args.world_named(db)
     if "merge_own" not in rights:
         raise _refused(
             caller,
@@ -237,16 +237,20 @@ def _need_merge(db: Any, branch: str | None, into: str | None, caller: Caller) -
         )
     if world.owner != caller.name:
         raise _not_its(caller, world, "merge")
-    target = into or world.parent
-    if BranchRef.parse(target).is_main:
+    target = args.world(db, "into") if args.given_ref("into") else _parent(db, world)
+    if target is None:
         _need(
             caller,
             {"write_main"},
             f"merge {world.name} into main",
             "report the branch: a person merges it",
         )
-    elif db.world(BranchRef.parse(target).name).owner != caller.name:
-        raise _not_its(caller, db.world(BranchRef.parse(target).name), "merge into")
+    elif target.owner != caller.name:
+        raise _not_its(caller, target, "merge into")
+
+
+def _parent(db: Database, world: World) -> World | None:
+    return db.world(world.parent) if world.parent_id is not None else None
 
 
 def _main_refused(caller: Caller) -> ChronosError:
@@ -273,7 +277,7 @@ def _refused(caller: Caller, what: str, needs: str, then: str = "") -> ChronosEr
     return ChronosError(text + (f"; {then}" if then else ""), REFUSED)
 
 
-def _not_its(caller: Caller, world: Any, what: str) -> ChronosError:
+def _not_its(caller: Caller, world: World, what: str) -> ChronosError:
     return ChronosError(
         f"agent {caller.name} can't {what} {world.name}: it is {world.owner}'s world, and an "
         f"agent changes only the worlds it forked (fork one of your own, or ask its owner)",
@@ -281,10 +285,10 @@ def _not_its(caller: Caller, world: Any, what: str) -> ChronosError:
     )
 
 
-def _where(branch: str | None) -> str:
-    return "main" if BranchRef.parse(branch).is_main else f"branch {branch}"
+def _where(ref: BranchRef | None) -> str:
+    return "main" if ref is None or ref.is_main else f"branch {ref}"
 
 
-def _doing(name: str, args: dict) -> str:
-    action = args.get("action")
+def _doing(name: str, args: Args) -> str:
+    action = args.given("action")
     return f"{action} an agent" if name == "agent" and action else f"run {name}"

@@ -12,8 +12,9 @@ from .. import render
 from ..merge import diff as merge_diff
 from ..storage import lifecycle
 from ..storage.db import Database
+from ..storage.worlds import World
 from . import reviewing
-from .registry import REGISTRY, Caller, Reply, operation
+from .registry import REGISTRY, Args, Caller, Reply, operation
 
 
 @operation(
@@ -24,13 +25,14 @@ from .registry import REGISTRY, Caller, Reply, operation
 )
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
-    reviewing.check_scope(db, args.get("meta") or {}, caller, forking=True)
+    reviewing.check_scope(db, args.get("meta") or {}, caller)
     world = lifecycle.fork(db, args["name"], source, args.get("meta"), owner=caller.name)
     caller.own_worlds.add(world.wid)
     return Reply(
         f"created branch {world.name} (world id {world.wid}) from {source}; "
         f'pass branch="{world.name}" to work on it',
         _world_data(db, world),
+        value=world,
     )
 
 
@@ -40,13 +42,17 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     "Merges a JSON object into a branch's metadata; a null value removes a key.",
     idempotent=True,
 )
-def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
-    reviewing.check_scope(db, args["meta"], caller, branch=args["branch"])
+def set_meta_op(db: Database, args: Args, caller: Caller) -> Reply:
+    args.ref().writable()  # (a branch as it was is only read)
+    world = args.world(db)
+    if world is not None:  # (main has no meta: set_meta refuses it)
+        reviewing.check_scope(db, args["meta"], caller, world)
     # (an agent's set_meta leaves the scope its fork declared standing; a person's replaces it)
-    world = lifecycle.set_meta(db, args["branch"], args["meta"], rescope=caller.mode != "agent")
+    world = lifecycle.set_meta(db, world, args["meta"], rescope=caller.mode != "agent")
     return Reply(
         f"{world.name}: {json.dumps(world.meta, ensure_ascii=False)}",
         {"branch": world.name, "meta": world.meta},
+        value=world,
     )
 
 
@@ -60,6 +66,10 @@ def set_meta_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
     worlds = db.worlds()
+    return Reply(value=worlds, render=lambda: _branches_table(db, worlds))
+
+
+def _branches_table(db: Database, worlds: list[World]) -> Reply:
     columns = ["name", "world_id", "parent", "changes", "version", "owner", "meta"]
     table_rows: list[list[Any]] = [["main", None, None, None, None, None, None]]
     data = [{"name": "main"}]
@@ -87,20 +97,21 @@ def branches_op(db: Database, args: dict, caller: Caller) -> Reply:
     "refused unless cascade=true, which discards them too.",
     destructive=True,
 )
-def discard_op(db: Database, args: dict, caller: Caller) -> Reply:
-    reviewing.refuse_discard(db, args["branch"], caller)
-    gone = lifecycle.discard(db, args["branch"], bool(args.get("cascade")))
+def discard_op(db: Database, args: Args, caller: Caller) -> Reply:
+    world = args.world_named(db)
+    reviewing.refuse_discard(db, world, caller)
+    gone = lifecycle.discard(db, world, bool(args.get("cascade")))
     names = ", ".join(f"{w.name} (world id {w.wid})" for w in gone)
     noun = "branch" if len(gone) == 1 else "branches"
-    return Reply(f"discarded {noun} {names}", {"discarded": [w.name for w in gone]})
+    return Reply(f"discarded {noun} {names}", {"discarded": [w.name for w in gone]}, value=gone)
 
 
-def _world_data(db: Database, world: Any) -> dict:
+def _world_data(db: Database, world: World) -> dict:
     return {
         "name": world.name,
         "world_id": world.wid,
         "parent": world.parent,
-        "changes": merge_diff.diff(db, world.name).count,  # as diff counts them
+        "changes": merge_diff.diff(db, world).count,  # as diff counts them
         "version": world.version,
         "owner": world.owner,
         "meta": world.meta,

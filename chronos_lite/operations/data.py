@@ -15,6 +15,10 @@ from ..storage.db import Database
 from .registry import Caller, Reply, branch_of, operation
 
 
+class NoRow(ChronosError):
+    """get's refusal when the table has no such row (the Python API's get returns None)."""
+
+
 @operation(
     "describe",
     "Describe the tables",
@@ -40,7 +44,7 @@ def get_op(db: Database, args: dict, caller: Caller) -> Reply:
     t, row, cut = rows.get_within(db, branch_of(args), args["table"], args["id"], longest)
     ident = format_id(t, parse_id(t, args["id"]))  # (as diff spells it)
     if row is None:
-        raise ChronosError(f"no row {key_text(t.name, ident)} on {branch_of(args)}", NOT_FOUND)
+        raise NoRow(f"no row {key_text(t.name, ident)} on {branch_of(args)}", NOT_FOUND)
     text = f"{key_text(t.name, ident)} {render.row_json(row)}"
     data: dict[str, Any] = {"table": t.name, "id": ident, "row": render.json_row(row)}
     if cut:  # too long for a reply: each long value's beginning, and how to read the rest
@@ -51,7 +55,7 @@ def get_op(db: Database, args: dict, caller: Caller) -> Reply:
             f"substr({cut[0]}, {longest + 1}, {longest}) ...)"
         )
         data["cut"] = cut
-    return Reply(text, data)
+    return Reply(text, data, value=row)
 
 
 @operation(
@@ -70,6 +74,7 @@ def put_op(db: Database, args: dict, caller: Caller) -> Reply:
     return Reply(
         f"{verb} {key_text(t.name, ident)} on {branch}",
         {"table": t.name, "id": ident, "created": created, "branch": branch},
+        value=created,
     )
 
 

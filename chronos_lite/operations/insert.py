@@ -41,4 +41,4 @@ def insert_op(db: Database, args: dict, caller: Caller) -> Reply:
         text += f" ({done.inserted} inserted, {done.updated} updated)"
     if not done.rows:
         text += f" ({done.file} holds no rows)"
-    return Reply(text, done.data())
+    return Reply(text, done.data(), value=done)

@@ -9,20 +9,28 @@ from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import preview as merge_preview
 from ..merge import rebase as merge_rebase
+from ..merge.gate import Gate
 from ..merge.policy import Held
+from ..merge.request import Options
 from ..storage.db import Database
 from . import reviewing
-from .registry import Caller, Reply, operation
+from .registry import Args, Caller, Reply, operation
 
 
-def _merge_options(args: dict) -> merge_apply.Options:
-    return merge_apply.Options(
+def _merge_options(args: Args, gate: Gate | None = None) -> Options:
+    """The merge's request, as the call gives it (``gate``: what may hold it)."""
+    return Options(
         resolve=args.get("resolve") or "fail",
         by_columns=bool(args.get("by_columns")),
         rows=args.get("rows") or {},
         only_tables=args.get("only_tables"),
         only_keys=args.get("only_keys"),
-        into=args.get("into"),
+        into=args.given_ref("into"),
+        version=args.get("version"),
+        target=args.get("target"),
+        confirm_deletes=args.get("confirm_deletes"),
+        confirm=bool(args.get("confirm")),
+        gate=gate or Gate(),
     )
 
 
@@ -37,13 +45,17 @@ def _merge_options(args: dict) -> merge_apply.Options:
     read_only=True,
     idempotent=True,
 )
-def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
+def diff_op(db: Database, args: Args, caller: Caller) -> Reply:
+    if args.get("to"):
+        d = merge_diff.compare(db, args.ref(), args.ref("to"))
+    else:
+        d = merge_diff.diff(db, merge_diff.forked(db, args.ref()))
+    return Reply(value=d, render=lambda: _diff_reply(db, args, d))
+
+
+def _diff_reply(db: Database, args: dict, d: merge_diff.Diff) -> Reply:
+    """The diff as text and data: readers, the count, or a page of changes (as SQL)."""
     branch = args["branch"]
-    d = (
-        merge_diff.compare(db, branch, args["to"])
-        if args.get("to")
-        else merge_diff.diff(db, branch)
-    )
     if args.get("readers"):
         text, found = merge_preview.readers(db, d)
         return Reply(text, {"branch": branch, "readers": found})
@@ -78,21 +90,14 @@ def diff_op(db: Database, args: dict, caller: Caller) -> Reply:
     "branch stays. version: merge only if the branch is still at that version.",
     destructive=True,
 )
-def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
-    name = args["branch"]
+def merge_op(db: Database, args: Args, caller: Caller) -> Reply:
+    world = args.world_named(db)
+    name = world.name
     try:
-        p = merge_apply.merge(
-            db,
-            name,
-            _merge_options(args),
-            args.get("version"),
-            args.get("confirm_deletes"),
-            args.get("target"),
-            bool(args.get("confirm")),
-            reviewing.gate_for(db, name, caller),
-        )
+        gate = reviewing.gate_for(db, world, caller)
+        p = merge_apply.merge(db, world, _merge_options(args, gate))
     except Held as held:  # (an agent's merge a rule holds: it waits for a person)
-        raise reviewing.queued(db, held, caller) from None
+        raise reviewing.queued(db, world, held, caller) from None
     n = len(p.writes) + len(p.schema)
     noun = "change" if n == 1 else "changes"
     text = f"merged {n} {noun} from {name} into {p.parent_name}"
@@ -101,7 +106,8 @@ def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
     kept = [o for o in p.outcomes if o.outcome == "theirs"]
     if kept:
         text += f" ({len(kept)} kept as {p.parent_name} had them)"
-    return Reply(text, {"branch": name, "into": p.parent_name, "merged": n, "open": p.partial})
+    data = {"branch": name, "into": p.parent_name, "merged": n, "open": p.partial}
+    return Reply(text, data, value=p)
 
 
 @operation(
@@ -115,17 +121,11 @@ def merge_op(db: Database, args: dict, caller: Caller) -> Reply:
     read_only=True,
     idempotent=True,
 )
-def merge_preview_op(db: Database, args: dict, caller: Caller) -> Reply:
-    opts = _merge_options(args)
-    text, data = merge_preview.preview(
-        db,
-        args["branch"],
-        opts,
-        args.get("limit", 20),
-        args.get("offset", 0),
-        args.get("version"),
-        reviewing.blocked(db, args["branch"], opts, caller),
-    )
+def merge_preview_op(db: Database, args: Args, caller: Caller) -> Reply:
+    world, opts = args.world_named(db), _merge_options(args)
+    blocked = reviewing.blocked(db, world, opts, caller)
+    limit, offset = args.get("limit", 20), args.get("offset", 0)
+    text, data = merge_preview.preview(db, world, opts, limit, offset, blocked)
     return Reply(text, data)
 
 
@@ -137,9 +137,9 @@ def merge_preview_op(db: Database, args: dict, caller: Caller) -> Reply:
     "by_columns, rows) or the rebase is refused with nothing changed. Returns REBASE n, n the "
     "parent's rows it took in.",
 )
-def rebase_op(db: Database, args: dict, caller: Caller) -> Reply:
-    n = merge_rebase.rebase(db, args["branch"], _merge_options(args), args.get("version"))
-    return Reply(f"REBASE {n}", {"branch": args["branch"], "taken": n})
+def rebase_op(db: Database, args: Args, caller: Caller) -> Reply:
+    n = merge_rebase.rebase(db, args.world_named(db), _merge_options(args))
+    return Reply(f"REBASE {n}", {"branch": args["branch"], "taken": n}, value=n)
 
 
 # --- putting a branch back (chronos_lite/history/restore.py) ---------------------------------

@@ -13,6 +13,7 @@ from .. import render
 from ..merge import apply as merge_apply
 from ..merge.gate import Gate
 from ..merge.policy import Held, Hold, because
+from ..merge.request import Options
 from ..storage import moments
 from ..storage.db import Database
 from ..storage.governance import agents
@@ -20,7 +21,7 @@ from ..storage.governance import mode as db_mode
 from ..storage.governance import policies as mergepolicies
 from ..storage.governance.policies import Policy
 from .checks import draft
-from .registry import Caller, Reply, operation
+from .registry import Args, Caller, Reply, operation
 
 COLUMNS = [
     "name",
@@ -101,9 +102,9 @@ def _agents(kept: list[tuple[str, str]], p: Policy) -> list[str]:
     read_only=True,
     idempotent=True,
 )
-def check_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
-    name = args["branch"]
-    world = db.world(name)
+def check_merge_policy_op(db: Database, args: Args, caller: Caller) -> Reply:
+    world = args.world_named(db)
+    name = world.name
     conn = db.main.conn
     base = mergepolicies.get(conn, args["name"]) if args.get("name") else None
     rules = _checked(db, args.get("rules") or {})
@@ -111,7 +112,7 @@ def check_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
     hold = Hold(world.owner, Policy(base.name if base else "", rules, 0.0, 0.0))
     reasons: list[str] = []
     try:
-        merge_apply.merge(db, name, merge_apply.Options(), gate=Gate(hold=hold, dry=True))
+        merge_apply.merge(db, world, Options(gate=Gate(hold=hold, dry=True)))
     except Held as held:
         reasons = held.reasons
     under = f"merge policy {base.name}" if base else "those rules"

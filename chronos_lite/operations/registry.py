@@ -20,9 +20,10 @@ import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
 from ..statements import budget
 from ..storage import faults
-from ..storage.branchref import BranchRef
+from ..storage.branchref import MAIN, BranchRef
 from ..storage.governance import agents
 from . import agentcall, quickcheck, rights
+from .args import BRANCH_KEYS, Args
 from .calllimits import limits_of
 
 INTERNAL = "XX000"  # a bug in chronos
@@ -74,25 +75,48 @@ class Caller:
         return [w.name for w in db.worlds() if w.wid in self.own_worlds]
 
 
-@dataclass
 class Reply:
-    """What an operation returns: the text every front end shows, and the same as data."""
+    """What an operation returns: the text every front end shows, the same as data (``table``:
+    (columns, rows) when the text is a table), and the engine's object (``value``: what the
+    Python API's method returns). A reply made with ``render`` makes its text and data when
+    first asked: the registry asks within the call, unless the caller wants the value alone."""
 
-    text: str
-    data: Any = None
-    table: tuple[list[str], list] | None = None  # (columns, rows) when the text is a table
+    __slots__ = ("_text", "_data", "_table", "_render", "value")
 
+    def __init__(
+        self,
+        text: str = "",
+        data: Any = None,
+        table: tuple[list[str], list] | None = None,
+        *,
+        value: Any = None,
+        render: Callable[[], Reply] | None = None,
+    ) -> None:
+        self._text, self._data, self._table = text, data, table
+        self._render = render
+        self.value = value
 
-class Args(dict):
-    """Validated arguments, defaults filled in; ``given`` tells what the caller sent."""
+    def rendered(self) -> Reply:
+        """The reply with its text and data made (a render runs once)."""
+        if self._render is not None:
+            made, self._render = self._render(), None
+            self._text, self._data, self._table = made.text, made.data, made.table
+        return self
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.defaulted: set[str] = set()
+    @property
+    def text(self) -> str:
+        return self.rendered()._text
 
-    def given(self, key: str) -> Any:
-        """The caller's value for ``key``; None where it sent none (the default filled in)."""
-        return None if key in self.defaulted else self.get(key)
+    @property
+    def data(self) -> Any:
+        return self.rendered()._data
+
+    @property
+    def table(self) -> tuple[list[str], list] | None:
+        return self.rendered()._table
+
+    def __repr__(self) -> str:
+        return f"Reply({self.text!r}, {self.data!r})"
 
 
 Handler = Callable[[Any, Args, Caller], Reply]
@@ -161,15 +185,17 @@ class Operation:
         errors = [] if quick is not None and quick(args) else list(self.validator.iter_errors(args))
         if errors:
             raise ChronosError(self._explain(min(errors, key=_error_order)), BAD_ARGUMENT)
+        out = Args(args)
         for key in self._unspaced.intersection(args):
             # (Python's $ matches before a final newline: a name's spaces are checked here)
             value = args[key]
-            name = BranchRef.parse(value).name if isinstance(value, str) else ""  # (@when: a time)
-            if any(c.isspace() for c in name):
+            ref = BranchRef.parse(value) if isinstance(value, str) else MAIN  # (@when: a time)
+            if any(c.isspace() for c in ref.name):
                 spec = self.properties[key]
                 raise ChronosError(f"'{key}' must be {describe(spec)}, not {_show(value)}")
+            if key in BRANCH_KEYS:
+                out.refs[key] = ref
         check_characters(args)
-        out = Args(args)
         for key, default in self._defaults:
             if key not in out:
                 out[key] = default
@@ -310,12 +336,19 @@ class Registry:
         """The operations a caller may use (what MCP's tools/list shows)."""
         return [op for op in self if rights.listed(op, caller)]
 
-    def call(self, db: Any, name: str, args: Any, caller: Caller | None = None) -> Reply:
+    def call(
+        self, db: Any, name: str, args: Any, caller: Caller | None = None, render: bool = True
+    ) -> Reply:
         """Run an operation for a caller (see ``run``): its handler's reply, within the
-        caller's budget."""
+        caller's budget; ``render=False``: the reply's value alone is wanted (the Python API),
+        its text and data are made only if asked for later."""
         op = self.get(name)
         caller = caller or Caller()
-        reply = self.run(db, op, args, caller, lambda valid: op.handler(db, valid, caller))
+        if not render:
+            return self.run(db, op, args, caller, lambda valid: op.handler(db, valid, caller))
+        reply = self.run(
+            db, op, args, caller, lambda valid: op.handler(db, valid, caller).rendered()
+        )
         return _within(reply, caller)
 
     def run(
@@ -326,22 +359,21 @@ class Registry:
         caller: Caller,
         body: Callable[[Args], T],
     ) -> T:
-        """``body`` (the operation's handler, or the Python API's engine call) on the
+        """``body`` (the operation's handler, its reply rendered or not) on the
         arguments validated, once the caller's rights allow the call: bounded in time, on the
         file that is there; faults as their own errors; never a transaction left open. A named
         agent's call is counted and audited (``agentcall``)."""
         valid = op.validate(args if args is not None else {})
         if caller.mode == "agent":
             return agentcall.run(
-                db, op, args, caller, lambda: self._run(db, op, args, valid, caller, body)
+                db, op, args, valid, caller, lambda: self._run(db, op, valid, caller, body)
             )
-        return self._run(db, op, args, valid, caller, body)
+        return self._run(db, op, valid, caller, body)
 
     def _run(
         self,
         db: Any,
         op: Operation,
-        args: Any,
         valid: Args,
         caller: Caller,
         body: Callable[[Args], T],
@@ -355,8 +387,8 @@ class Registry:
             db.bounds.narrow(bounded)
         try:
             db.check_file()
-            # (the arguments as given: no branch isn't branch="main")
-            rights.check(db, op, args or {}, caller, self.reads_only)
+            # (what the caller gave is told apart: no branch isn't branch="main")
+            rights.check(db, op, valid, caller, self.reads_only)
             result = body(valid)
             if not op.read_only:
                 db.check_file()  # a write acknowledged is in the file that is there

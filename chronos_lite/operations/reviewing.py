@@ -9,7 +9,7 @@ reviewer may decide first (``review``). An agent can't merge or discard its queu
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 from .. import render
 from ..errors import NOT_FOUND, REFUSED, ChronosError
@@ -18,15 +18,16 @@ from ..merge import diff as merge_diff
 from ..merge import scope
 from ..merge.gate import Gate
 from ..merge.policy import PRODUCTION, Held, Hold, because
+from ..merge.request import Options
 from ..storage import lifecycle, moments
-from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.governance import holds as worldholds
 from ..storage.governance import mode as db_mode
 from ..storage.governance import policies as mergepolicies
 from ..storage.governance import reviews
 from ..storage.governance.reviews import Review
-from .registry import Caller, Reply, operation
+from ..storage.worlds import World
+from .registry import Args, Caller, Reply, operation
 
 COLUMNS = [
     "world",
@@ -42,11 +43,10 @@ COLUMNS = [
 ]
 
 
-def gate_for(db: Database, name: str, caller: Caller) -> Gate:
-    """What holds this caller's merge of ``name``: for an agent under a merge policy (or in
+def gate_for(db: Database, world: World, caller: Caller) -> Gate:
+    """What holds this caller's merge of ``world``: for an agent under a merge policy (or in
     production), the policy; for anyone else, the confirm_deletes_over of the world's
     owner's policy. An agent's merge of a world waiting in reviews is refused."""
-    world = db.world(BranchRef.parse(name).name)
     conn = db.main.conn
     if caller.mode == "agent":
         waiting = reviews.find(conn, world.id)
@@ -65,30 +65,28 @@ def _confirm_over(db: Database, owner: str) -> int | None:
     return policy.rules["confirm_deletes_over"] if policy else None
 
 
-def blocked(db: Database, name: str, opts: merge_apply.Options, caller: Caller) -> str | None:
-    """Why this caller's merge of ``name`` would wait for a person, if it would (merge_preview
-    shows it first): tried as the merge would run, and rolled back."""
+def blocked(db: Database, world: World, opts: Options, caller: Caller) -> str | None:
+    """Why this caller's merge of ``world`` would wait for a person, if it would
+    (merge_preview shows it first): tried as the merge would run, and rolled back."""
     try:
-        gate = gate_for(db, name, caller)
+        gate = gate_for(db, world, caller)
     except Waiting as waiting:  # (it waits in reviews already)
         return waiting.message
     if gate.hold is None:
         return None
     try:
-        merge_apply.merge(db, name, opts, gate=Gate(hold=gate.hold, dry=True))
+        merge_apply.merge(db, world, replace(opts, gate=Gate(hold=gate.hold, dry=True)))
     except Held as held:
         if held.reasons:
             policy = held.hold.policy_name if held.hold else None
-            return f"merging {name} would wait for a person ({because(policy, held.reasons)})"
+            return f"merging {world.name} would wait for a person ({because(policy, held.reasons)})"
     except ChronosError:
         return None  # (the preview's rows show why it would be refused)
     return None
 
 
-def check_scope(
-    db: Database, meta: dict, caller: Caller, forking: bool = False, branch: str = ""
-) -> None:
-    """A declared scope in a fork's (or set_meta's, of ``branch``) meta must be one the merge
+def check_scope(db: Database, meta: dict, caller: Caller, world: World | None = None) -> None:
+    """A declared scope in a fork's (or set_meta's, of ``world``) meta must be one the merge
     can hold to. An agent whose merge policy has require_scope keeps one: its fork declares
     may_change or a tenant that doesn't select every row, and set_meta can't take it out (its
     fork's scope is held at its merge whatever meta says later)."""
@@ -98,9 +96,8 @@ def check_scope(
     policy = mergepolicies.find(db.main.conn, caller.policy)
     if policy is None or not policy.rules["require_scope"]:
         return
-    after = meta
-    if not forking and branch != "main":  # (set_meta refuses main itself)
-        after = lifecycle.meta_after(db.world(branch).meta, meta)
+    forking = world is None
+    after = meta if world is None else lifecycle.meta_after(world.meta, meta)
     requires = f"agent {caller.name} keeps to merge policy {policy.name}, which has require_scope"
     if after.get("may_change") is None and after.get("tenant") is None:
         if not forking:
@@ -126,9 +123,9 @@ def check_scope(
             )
 
 
-def queued(db: Database, held: Held, caller: Caller) -> ChronosError:
-    """Queue the held merge for a person (its own short write); the refusal the agent gets."""
-    world = db.world(held.name)
+def queued(db: Database, world: World, held: Held, caller: Caller) -> ChronosError:
+    """Queue the held merge of ``world`` for a person (its own short write); the refusal the
+    agent gets."""
     policy = held.hold.policy_name if held.hold else None
     with db.write(db.main.conn) as conn:
         reviews.queue(conn, world.id, caller.name, policy, held.reasons, held.version)
@@ -139,11 +136,10 @@ def queued(db: Database, held: Held, caller: Caller) -> ChronosError:
     )
 
 
-def refuse_discard(db: Database, name: str, caller: Caller) -> None:
+def refuse_discard(db: Database, world: World, caller: Caller) -> None:
     """An agent can't take its world out of the queue by discarding it."""
-    if caller.mode != "agent" or BranchRef.parse(name).is_main:
+    if caller.mode != "agent":
         return
-    world = db.world(BranchRef.parse(name).name)
     waiting = reviews.find(db.main.conn, world.id)
     if waiting is not None:
         raise _waits(db, world.name, waiting, "discard")
@@ -179,7 +175,7 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
     rows, data = [], []
     for r in held:
         world = open_worlds[r.world]
-        changes = _changes(merge_diff.diff(db, world.name))
+        changes = _changes(merge_diff.diff(db, world))
         declared = scope.declared(world.meta, shown=True)
         fixed = worldholds.fork_scope(db.main.conn, world.id)
         if fixed and fixed != scope.declared(world.meta):  # (its merge holds to both)
@@ -217,7 +213,7 @@ def reviews_op(db: Database, args: dict, caller: Caller) -> Reply:
     return Reply(text, {"reviews": data}, (COLUMNS, rows))
 
 
-def _changes(d: Any) -> str:
+def _changes(d: merge_diff.Diff) -> str:
     """Per table, deleted, updated and inserted (tables that delete first)."""
     parts = d.per_table(deletes_first=True)
     if d.schema:
@@ -235,10 +231,10 @@ def _changes(d: Any) -> str:
     "'...'.",
     destructive=True,
 )
-def review_op(db: Database, args: dict, caller: Caller) -> Reply:
-    name, verdict, reason = args["branch"], args["verdict"], args["reason"]
+def review_op(db: Database, args: Args, caller: Caller) -> Reply:
+    verdict, reason = args["verdict"], args["reason"]
     conn = db.main.conn
-    world = db.world(BranchRef.parse(name).name)
+    world = args.world_named(db)
     r = reviews.find(conn, world.id)
     if r is None:
         raise ChronosError(
@@ -248,13 +244,8 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
     _need_reviewer(db, r, world, caller, verdict)
     if verdict == "approve":
         over = _confirm_over(db, world.owner)
-        p = merge_apply.merge(
-            db,
-            world.name,
-            merge_apply.Options(),
-            r.version,
-            gate=Gate(confirm_over=over, reviewer=caller.mode != "owner"),
-        )
+        gate = Gate(confirm_over=over, reviewer=caller.mode != "owner")
+        p = merge_apply.merge(db, world, Options(version=r.version, gate=gate))
         n = len(p.writes) + len(p.schema)
         return Reply(
             f"approved {world.name}: merged {n} change{'s' if n != 1 else ''} into "
@@ -270,7 +261,7 @@ def review_op(db: Database, args: dict, caller: Caller) -> Reply:
     )
 
 
-def _need_reviewer(db: Database, r: Review, world: Any, caller: Caller, verdict: str) -> None:
+def _need_reviewer(db: Database, r: Review, world: World, caller: Caller, verdict: str) -> None:
     """Only the reviewer the holding policy names (or the database's own user, or an admin
     agent) decides; no agent decides its own world, and only a person approves what
     production mode held."""

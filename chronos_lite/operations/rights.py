@@ -17,11 +17,13 @@ from .. import sqltext
 from ..errors import REFUSED, ChronosError
 from ..statements import chronos_sql
 from ..storage import guard, worlds
-from ..storage.branchref import BranchRef
+from ..storage.db import Database
 from ..storage.governance import agents
 from ..storage.governance import mode as db_mode
 from ..storage.governance import policies as mergepolicies
+from ..storage.worlds import World
 from . import agentrights
+from .args import Args
 
 
 class Operation(Protocol):
@@ -44,7 +46,7 @@ class Caller(Protocol):
     policy: str | None
     production: bool
 
-    def own_world_names(self, db: Any) -> list[str]: ...
+    def own_world_names(self, db: Database) -> list[str]: ...
 
 
 FRESH_S = 0.05  # an agent's rights and quotas are at most this old when a call checks them
@@ -64,7 +66,7 @@ def listed(op: Operation, caller: Caller) -> bool:
     return caller.mode != "safe" or op.name not in PERSON_ONLY
 
 
-def refresh(db: Any, caller: Caller) -> bool:
+def refresh(db: Database, caller: Caller) -> bool:
     """An agent's rights and quotas as the file has them: read again when this process saw the
     file change (its own commits, and others' as its reads found them) and at least every
     ``FRESH_S``, so a person's ALTER AGENT holds within that; a disabled or dropped agent's
@@ -97,7 +99,7 @@ def refresh(db: Any, caller: Caller) -> bool:
 
 
 def check(
-    db: Any, op: Operation, args: dict, caller: Caller, reads_only: Callable[[str], bool]
+    db: Database, op: Operation, args: Args, caller: Caller, reads_only: Callable[[str], bool]
 ) -> None:
     """Refuse a call the caller may not make (nothing has run yet). ``reads_only``: whether
     the registry's operation of that name only reads (what a chronos statement runs)."""
@@ -119,9 +121,10 @@ def check(
     if op.name == "sql":
         _check_sql(args, reads_only)
     elif op.name in WRITES_BRANCH:
-        _need_own(db, args.get("branch"), caller)
-        if op.name == "discard" and args.get("cascade"):
-            world = db.world(args["branch"])
+        if not _owns(db, args, caller):
+            raise _not_own(db, args.given("branch"), caller)
+        if op.name == "discard" and args.given("cascade"):
+            world = args.world_named(db)
             below = worlds.children(db.main.conn, world)
             strangers = [w.name for w in below if w.wid not in caller.own_worlds]
             if strangers:
@@ -132,7 +135,9 @@ def check(
                 )
 
 
-def sql_access(db: Any, branch: str | None, caller: Caller) -> Callable[[Any], guard.Access]:
+def sql_access(
+    db: Database, branch: str | None, caller: Caller
+) -> Callable[[World | None], guard.Access]:
     """What a sql call's statements may touch, given the world its session is on (None: main),
     which the guard holds them to as SQLite prepares them: everything for the database's own
     user; in safe mode, writes only on the session's own worlds, and no settings anywhere; an
@@ -142,18 +147,20 @@ def sql_access(db: Any, branch: str | None, caller: Caller) -> Callable[[Any], g
     if caller.mode != "safe":
         return _everything
 
-    def access(world: Any) -> guard.Access:
+    def access(world: World | None) -> guard.Access:
         own = world is not None and world.wid in caller.own_worlds
         return guard.Access(own, False, lambda denial: _refusal(db, branch, caller, denial))
 
     return access
 
 
-def _everything(_world: Any) -> guard.Access:
+def _everything(_world: World | None) -> guard.Access:
     return guard.OWNER
 
 
-def _refusal(db: Any, branch: str | None, caller: Caller, denial: guard.Denial) -> ChronosError:
+def _refusal(
+    db: Database, branch: str | None, caller: Caller, denial: guard.Denial
+) -> ChronosError:
     if denial.kind == "admin":
         return ChronosError(
             f"safe mode: agents can't read the agents or the audit trail ({denial.name}); a "
@@ -169,7 +176,7 @@ def _refusal(db: Any, branch: str | None, caller: Caller, denial: guard.Denial) 
     return _not_own(db, branch, caller)
 
 
-def _check_sql(args: dict, reads_only: Callable[[str], bool]) -> None:
+def _check_sql(args: Args, reads_only: Callable[[str], bool]) -> None:
     """Chronos' statements are refused or let through here (what SQLite runs, the guard
     checks as it prepares it)."""
     for stmt in sqltext.split_statements(args.get("sql", "")):
@@ -197,19 +204,17 @@ def _check_statement(stmt: str, words: list[str], reads_only: Callable[[str], bo
     )
 
 
-def _owns(db: Any, branch: str | None, caller: Caller) -> bool:
-    ref = BranchRef.parse(branch)
-    if ref.is_main or ref.past:
+def _owns(db: Database, args: Args, caller: Caller) -> bool:
+    """Whether the call's branch is a world this session forked (main, and a branch as it
+    was, aren't)."""
+    ref = args.given_ref()
+    if ref is None or ref.is_main or ref.past:
         return False
-    return db.world(branch).wid in caller.own_worlds  # (a clear error for no such branch)
+    world = args.world(db)  # (a clear error for no such branch)
+    return world is not None and world.wid in caller.own_worlds
 
 
-def _need_own(db: Any, branch: str | None, caller: Caller) -> None:
-    if not _owns(db, branch, caller):
-        raise _not_own(db, branch, caller)
-
-
-def _not_own(db: Any, branch: str | None, caller: Caller) -> ChronosError:
+def _not_own(db: Database, branch: str | None, caller: Caller) -> ChronosError:
     mine = sorted(caller.own_world_names(db))
     how = (
         f"your branches: {', '.join(mine)}"

@@ -85,6 +85,11 @@ def sql_op(db: Database, args: Args, caller: Caller) -> Reply:
     branch = args.get("branch") or "main"
     access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't branch="main")
     outcome = run_sql(db, branch, args["sql"], args.get("params"), caller, access)
+    return Reply(value=outcome, render=lambda: _rendered(outcome, caller))
+
+
+def _rendered(outcome: sqlrun.SqlOutcome, caller: Caller) -> Reply:
+    """The results as psql-style tables and tags, and as data."""
     parts, data = [], []
     for result in outcome.results:
         if result.columns is not None:

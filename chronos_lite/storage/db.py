@@ -302,22 +302,25 @@ class Database:
 
     # --- worlds -----------------------------------------------------------------------------
 
-    def world(self, name: str, conn: apsw.Connection | None = None) -> World:
-        """The open world of that name (raises a clear error if there is none)."""
+    def world(self, name: str | BranchRef, conn: apsw.Connection | None = None) -> World:
+        """The open world of that name (raises a clear error if there is none; a branch as it
+        was, ``name@when``, is refused: it can only be read)."""
+        ref = BranchRef.parse(name)
+        name = ref.writable()
         if conn is not None and conn is not self._main.conn:
-            return worlds.find(conn, name)
+            return worlds.find(conn, ref)
         # (the catalog as main's connection read it last, while no connection has written
         # since: data_version moves with another's commits, total_changes with its own; read
         # afresh inside a transaction, which may yet roll back what it reads)
         conn = self._main.conn
         if not conn.get_autocommit():
             self._found_worlds.clear()
-            return worlds.find(conn, name)
+            return worlds.find(conn, ref)
         now = (one_row(conn.execute("pragma data_version"))[0], conn.total_changes())
         found = self._found_worlds.get(name)
         if found is not None and found[0] == now:
             return found[1]
-        world = worlds.find(conn, name)
+        world = worlds.find(conn, ref)
         if len(self._found_worlds) > 256:
             self._found_worlds.clear()
         self._found_worlds[name] = (now, world)
@@ -349,12 +352,16 @@ class Database:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def session(self, branch: str | BranchRef | None) -> Session:
-        """A connection placed on ``branch``, its world views current."""
-        ref = BranchRef.parse(branch)
-        if ref.past:
-            return self._past_session(ref)
-        world = self.resolve(ref)
+    def session(self, branch: str | BranchRef | World | None) -> Session:
+        """A connection placed on ``branch`` (or on a world already looked up), its world
+        views current."""
+        if isinstance(branch, World):
+            world: World | None = branch
+        else:
+            ref = BranchRef.parse(branch)
+            if ref.past:
+                return self._past_session(ref)
+            world = self.resolve(ref)
         if world is None:
             self.tables()
             return self._main

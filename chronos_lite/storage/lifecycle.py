@@ -4,6 +4,7 @@ overlay copies and the cleanup of a world's rows are here."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import apsw
@@ -147,10 +148,11 @@ def _copy_overlay_sql(conn: apsw.Connection, n: int) -> str:
     return f"insert into {o}({WORLD}, {rest}) select ?, {rest} from {o} where {WORLD} = ?"
 
 
-def discard(db: Database, name: str, cascade: bool = False) -> list[World]:
+def discard(db: Database, world: World, cascade: bool = False) -> list[World]:
     """Throw a world (and with ``cascade`` its descendants) away. Returns what was discarded."""
-    world = db.world(name)
+    name = world.name
     with db.write() as conn:
+        world = worlds.again(conn, world)
         below = worlds.children(conn, world)
         if below and not cascade:
             names = ", ".join(w.name for w in below)
@@ -195,16 +197,16 @@ def meta_after(meta: dict, changes: dict) -> dict:
     return out
 
 
-def set_meta(db: Database, name: str, changes: dict, rescope: bool = True) -> World:
-    """Merge ``changes`` into a world's metadata; a None value removes a key. ``rescope``: the
-    scope its merge holds to becomes the one the new meta declares (a person's set_meta; an
-    agent's leaves its fork's scope standing)."""
-    if name == "main":
+def set_meta(db: Database, world: World | None, changes: dict, rescope: bool = True) -> World:
+    """Merge ``changes`` into a world's metadata (None: main, which has none); a None value
+    removes a key. ``rescope``: the scope its merge holds to becomes the one the new meta
+    declares (a person's set_meta; an agent's leaves its fork's scope standing)."""
+    if world is None:
         raise ChronosError("main has no metadata: set_meta works on a branch you forked")
     with db.write() as conn:
-        world = worlds.find(conn, name)
+        world = worlds.again(conn, world)
         meta = meta_after(world.meta, changes)
         worlds.set_meta(conn, world, meta)
         if rescope and any(k in changes for k in worldholds.SCOPE_KEYS):
             worldholds.keep_scope(conn, world.id, worldholds.scope_of(meta))
-    return db.world(name)
+    return dataclasses.replace(world, meta=meta)

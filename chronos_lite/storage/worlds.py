@@ -67,7 +67,7 @@ def _world(row: tuple) -> World:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def find(conn: apsw.Connection, name: str) -> World:
+def find(conn: apsw.Connection, name: str | BranchRef) -> World:
     """The open world of that name (a clear error, naming the branches, if there is none; a
     branch as it was, ``name@when``, is refused: it can only be read)."""
     name = BranchRef.parse(name).writable()
@@ -81,6 +81,22 @@ def find(conn: apsw.Connection, name: str) -> World:
     if not row:
         listing = ", ".join(["main", *open_names(conn)])
         raise ChronosError(f"no branch '{name}'; branches: {listing}", NOT_FOUND)
+    return _world(row[0])
+
+
+def again(conn: apsw.Connection, world: World) -> World:
+    """The world as the file has it now, read by its id (a merge reads it so once it holds
+    the write lock: what another connection committed before then counts); refused if it was
+    merged or discarded since."""
+    row = conn.execute(
+        f"select {_COLUMNS} from {_FROM} where w.id = ? and w.state = 'open'", (world.id,)
+    ).fetchall()
+    if not row:
+        listing = ", ".join(["main", *open_names(conn)])
+        raise ChronosError(
+            f"no branch '{world.name}' (it was merged or discarded just now); branches: {listing}",
+            NOT_FOUND,
+        )
     return _world(row[0])
 
 

@@ -20,8 +20,10 @@ import apsw.ext
 
 from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
+from ..merge.request import Options
 from ..render import row_json
 from ..storage import events
+from ..storage.branchref import BranchRef
 from ..storage.db import Database
 
 
@@ -63,13 +65,13 @@ def register(db: Database, conn: apsw.Connection) -> None:
 
     def chronos_diff(branch: str) -> Iterator[tuple]:
         kinds = {"insert": "added", "update": "modified", "delete": "removed"}
-        for c in merge_diff.diff(db, branch).ordered():
+        for c in merge_diff.diff(db, merge_diff.forked(db, BranchRef.parse(branch))).ordered():
             yield (c.table, c.id, kinds[c.kind], _json(c.base), _json(c.ours), json.dumps(c.fields))
 
     _register(conn, chronos_diff, ("table_name", "id", "diff_type", "from_row", "to_row", "fields"))
 
     def chronos_conflicts(branch: str) -> Iterator[tuple]:
-        p = merge_apply.plan(db, branch, merge_apply.Options())
+        p = merge_apply.plan(db, db.world(branch), Options())
         for o in p.conflicts:
             c = o.change
             yield (c.table, c.id, o.detail, _json(c.base), _json(c.ours), _json(c.theirs))
