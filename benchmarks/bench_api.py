@@ -22,6 +22,7 @@ main. Run from the repository root:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 
 import apsw
 from common import (
@@ -45,7 +46,11 @@ ROWS = 200
 def build(folder):
     db = chronos_lite.init(folder / "db")
     db.sql("create table t(id integer primary key, name text)")
-    db.sql("insert into t select value, 'name ' || value from generate_series(1, $1)", ROWS)
+    db.sql(
+        "insert into t with recursive n(i) as (select 1 union all select i + 1 from n "
+        "where i < $1) select i, 'name ' || i from n",
+        ROWS,
+    )
     db.fork("w")
     db.sql("update t set name = name || '!' where id <= 20", branch="w")
     plain = apsw.Connection(str(folder / "plain.db"))
@@ -101,7 +106,8 @@ def main() -> None:
     ]
     print(table(figures))
     print(missed(f.passed for f in figures))
-    write_json(opts.json, {"env": environment(opts.quick, ROWS), "figures": figures})
+    env = environment(opts.quick, {"rows": ROWS, "calls": calls, "rounds": rounds})
+    write_json(opts.json, {**env, "figures": [asdict(f) for f in figures]})
 
 
 if __name__ == "__main__":

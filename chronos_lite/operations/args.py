@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import sqltext
 from ..storage.branchref import MAIN, BranchRef
 from ..storage.db import Database
 from ..storage.worlds import World
@@ -24,10 +25,17 @@ class Args(dict):
         self.defaulted: set[str] = set()
         self.refs: dict[str, BranchRef] = {}
         self._worlds: dict[str, World | None] = {}
+        self._statements: list[str] | None = None
 
     def given(self, key: str) -> Any:
         """The caller's value for ``key``; None where it sent none (the default filled in)."""
         return None if key in self.defaulted else self.get(key)
+
+    def statements(self) -> list[str]:
+        """The ``sql`` argument's statements, split once for the call (rights and the run)."""
+        if self._statements is None:
+            self._statements = sqltext.split_statements(self.get("sql") or "")
+        return self._statements
 
     def ref(self, key: str = "branch") -> BranchRef:
         """The branch ``key`` names (main where the call names none)."""
@@ -45,6 +53,16 @@ class Args(dict):
             now = BranchRef(ref.name) if ref.past else ref
             self._worlds[key] = None if ref.is_main else db.world(now)
         return self._worlds[key]
+
+    def target(self, db: Database, key: str = "branch") -> World | BranchRef:
+        """What ``db.session`` takes for the branch ``key`` names: its world, looked up once,
+        or for main and a branch as it was, the reference."""
+        ref = self.ref(key)
+        if ref.is_main or ref.past:
+            return ref
+        world = self.world(db, key)
+        assert world is not None  # (not main)
+        return world
 
     def world_named(self, db: Database, key: str = "branch") -> World:
         """The open world ``key`` names, for an operation on a world (main is refused, and

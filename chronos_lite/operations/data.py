@@ -12,7 +12,8 @@ from ..errors import NOT_FOUND, ChronosError
 from ..storage import describe, rows
 from ..storage.codec import format_id, key_text, parse_id
 from ..storage.db import Database
-from .registry import Caller, Reply, branch_of, operation
+from ..storage.schema.catalog import TableInfo
+from .registry import Args, Caller, Reply, branch_of, operation
 
 
 class NoRow(ChronosError):
@@ -39,12 +40,17 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
     read_only=True,
     idempotent=True,
 )
-def get_op(db: Database, args: dict, caller: Caller) -> Reply:
+def get_op(db: Database, args: Args, caller: Caller) -> Reply:
     longest = caller.max_chars // 5 if caller.max_chars else None  # (text and data: twice)
-    t, row, cut = rows.get_within(db, branch_of(args), args["table"], args["id"], longest)
-    ident = format_id(t, parse_id(t, args["id"]))  # (as diff spells it)
+    t, row, cut = rows.get_within(db, args.target(db), args["table"], args["id"], longest)
     if row is None:
+        ident = format_id(t, parse_id(t, args["id"]))  # (as diff spells it)
         raise NoRow(f"no row {key_text(t.name, ident)} on {branch_of(args)}", NOT_FOUND)
+    return Reply(value=row, render=lambda: _row_reply(args, t, row, cut, longest))
+
+
+def _row_reply(args: Args, t: TableInfo, row: dict, cut: list[str], longest: int | None) -> Reply:
+    ident = format_id(t, parse_id(t, args["id"]))  # (as diff spells it)
     text = f"{key_text(t.name, ident)} {render.row_json(row)}"
     data: dict[str, Any] = {"table": t.name, "id": ident, "row": render.json_row(row)}
     if cut:  # too long for a reply: each long value's beginning, and how to read the rest
@@ -55,7 +61,7 @@ def get_op(db: Database, args: dict, caller: Caller) -> Reply:
             f"substr({cut[0]}, {longest + 1}, {longest}) ...)"
         )
         data["cut"] = cut
-    return Reply(text, data, value=row)
+    return Reply(text, data)
 
 
 @operation(
@@ -65,28 +71,26 @@ def get_op(db: Database, args: dict, caller: Caller) -> Reply:
     destructive=True,
     idempotent=True,
 )
-def put_op(db: Database, args: dict, caller: Caller) -> Reply:
-    branch = branch_of(args)
-    created = rows.put(db, branch, args["table"], args["id"], args["record"])
+def put_op(db: Database, args: Args, caller: Caller) -> Reply:
+    created = rows.put(db, args.target(db), args["table"], args["id"], args["record"])
     verb = "created" if created else "replaced"
-    _, t = db.table(args["table"], db.resolve(branch))
-    ident = format_id(t, parse_id(t, args["id"]))
-    return Reply(
-        f"{verb} {key_text(t.name, ident)} on {branch}",
-        {"table": t.name, "id": ident, "created": created, "branch": branch},
-        value=created,
-    )
+    return Reply(value=created, render=lambda: _written(db, args, verb, created=created))
 
 
 @operation(
     "delete", "Delete one row", "Deletes one row by its id.", destructive=True, idempotent=True
 )
-def delete_op(db: Database, args: dict, caller: Caller) -> Reply:
+def delete_op(db: Database, args: Args, caller: Caller) -> Reply:
+    rows.delete(db, args.target(db), args["table"], args["id"])
+    return Reply(render=lambda: _written(db, args, "deleted"))
+
+
+def _written(db: Database, args: Args, verb: str, **data: Any) -> Reply:
+    """A row written: its key as diff spells it, on its branch."""
     branch = branch_of(args)
-    rows.delete(db, branch, args["table"], args["id"])
-    _, t = db.table(args["table"], db.resolve(branch))
+    _, t = db.table(args["table"], args.world(db))
     ident = format_id(t, parse_id(t, args["id"]))
     return Reply(
-        f"deleted {key_text(t.name, ident)} on {branch}",
-        {"table": t.name, "id": ident, "branch": branch},
+        f"{verb} {key_text(t.name, ident)} on {branch}",
+        {"table": t.name, "id": ident, **data, "branch": branch},
     )

@@ -179,7 +179,7 @@ def _refusal(
 def _check_sql(args: Args, reads_only: Callable[[str], bool]) -> None:
     """Chronos' statements are refused or let through here (what SQLite runs, the guard
     checks as it prepares it)."""
-    for stmt in sqltext.split_statements(args.get("sql", "")):
+    for stmt in args.statements():
         if chronos_sql.is_chronos(stmt):
             _check_statement(stmt, sqltext.keywords(stmt, 2) or [""], reads_only)
 

@@ -4,33 +4,12 @@ registry operation, so they are checked and rendered as the tool of the same nam
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from .. import render, sqltext
+from .. import render
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..statements import budget, chronos_sql, sqlrun
-from ..storage import guard
 from ..storage.db import Database
-from ..storage.worlds import World
 from . import rights
 from .registry import REGISTRY, Args, Caller, Reply, operation
-
-
-def run_sql(
-    db: Database,
-    branch: str | None,
-    sql: str,
-    params: list[Any] | None,
-    caller: Caller,
-    access: Callable[[World | None], guard.Access] | None = None,
-) -> sqlrun.SqlOutcome:
-    """One sql call for ``caller``: a chronos statement through the registry, else the
-    executor (``access``: what the statements may touch, from the rights)."""
-    statements = sqltext.split_statements(sql)
-    if any(chronos_sql.is_chronos(s) for s in statements):
-        return _chronos_statement(db, branch, statements, caller)
-    return sqlrun.run(db, branch, sql, params, caller.budget, access)
 
 
 def _chronos_statement(
@@ -82,9 +61,13 @@ def _short(sql: str) -> str:
     destructive=True,
 )
 def sql_op(db: Database, args: Args, caller: Caller) -> Reply:
-    branch = args.get("branch") or "main"
-    access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't branch="main")
-    outcome = run_sql(db, branch, args["sql"], args.get("params"), caller, access)
+    statements = args.statements()  # (split once: the rights read them too)
+    if any(chronos_sql.is_chronos(s) for s in statements):  # its operation, through the registry
+        outcome = _chronos_statement(db, args.get("branch") or "main", statements, caller)
+    else:
+        access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't "main")
+        where, params = args.target(db), args.get("params")
+        outcome = sqlrun.run(db, where, statements, params, caller.budget, access)
     return Reply(value=outcome, render=lambda: _rendered(outcome, caller))
 
 

@@ -20,7 +20,7 @@ from ..errors import ChronosError
 from ..history import timetravel
 from ..storage import events, faults, guard, schemasync, worlds
 from ..storage.branchref import BranchRef
-from ..storage.db import Database, Session
+from ..storage.db import Database, Session, Where
 from ..storage.fetch import one_row
 from ..storage.world import placement
 from ..storage.world import rowid as worldrowid
@@ -65,16 +65,17 @@ def bindings(params: list[Any] | None) -> dict[str, Any]:
 
 def run(
     db: Database,
-    branch: str | None,
-    sql: str,
+    branch: Where,
+    sql: str | list[str],
     params: list[Any] | None = None,
     limits: budget.Budget = budget.UNBOUNDED,
     access: Callable[[World | None], guard.Access] | None = None,
 ) -> SqlOutcome:
-    """Run a call's SQL statements (chronos' own statements are the operations layer's).
-    ``limits``: the budget of each result (its row cap and characters); ``access``: what the
-    statements may touch on the session's world (the rights decide it; None: everything)."""
-    statements = sqltext.split_statements(sql)
+    """Run a call's SQL statements (text, or its statements split already) on ``branch``
+    (chronos' own statements are the operations layer's). ``limits``: the budget of each
+    result (its row cap and characters); ``access``: what the statements may touch on the
+    session's world (the rights decide it; None: everything)."""
+    statements = sqltext.split_statements(sql) if isinstance(sql, str) else sql
     if not statements:
         raise ChronosError("'sql' holds no statement: give one or more SQL statements")
     session = db.session(branch)

@@ -36,6 +36,8 @@ _SAVEPOINT = (
     "RELEASE _chronos_write",
 )
 WORLD_POOL = 16
+# A branch as a caller names it (None: main), read into a BranchRef, or its world looked up
+Where = str | BranchRef | World | None
 OWNER = "owner"
 
 
@@ -352,7 +354,7 @@ class Database:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def session(self, branch: str | BranchRef | World | None) -> Session:
+    def session(self, branch: Where) -> Session:
         """A connection placed on ``branch`` (or on a world already looked up), its world
         views current."""
         if isinstance(branch, World):

@@ -23,7 +23,7 @@ from ..sqltext import at_most, quote_ident
 from . import events, faults, guard, worlds
 from .branchref import BranchRef
 from .codec import db_row, parse_id, row_key
-from .db import Database, Session
+from .db import Database, Session, Where
 from .schema.catalog import ROWID_COL, TableInfo
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 from .world import placement
@@ -93,15 +93,13 @@ def write_row(
     return key
 
 
-def get(
-    db: Database, branch: str | None, table: str, id_text: str
-) -> tuple[TableInfo, dict | None]:
+def get(db: Database, branch: Where, table: str, id_text: str) -> tuple[TableInfo, dict | None]:
     t, row, _cut = get_within(db, branch, table, id_text)
     return t, row
 
 
 def get_within(
-    db: Database, branch: str | None, table: str, id_text: str, longest: int | None = None
+    db: Database, branch: Where, table: str, id_text: str, longest: int | None = None
 ) -> tuple[TableInfo, dict | None, list[str]]:
     """One row; ``longest``: values longer than that many characters (bytes of a blob) are read
     only that far, and named in the list returned (a reply holds only so much)."""
@@ -148,7 +146,7 @@ def _check_record(t: TableInfo, record: dict, key: list[Any], id_text: str) -> d
     return {k: v for k, v in row.items() if k not in t.generated}
 
 
-def put(db: Database, branch: str | None, table: str, id_text: str, record: dict) -> bool:
+def put(db: Database, branch: Where, table: str, id_text: str, record: dict) -> bool:
     """Create or replace a whole row. Returns True if it was created.
 
     Replaced in place, by key, as an upsert would (Postgres' ``ON CONFLICT ... DO UPDATE``): an
@@ -190,7 +188,7 @@ def put(db: Database, branch: str | None, table: str, id_text: str, record: dict
     return _write(db, session, run, {"put": row_key(t, key)}, (n, mask))
 
 
-def delete(db: Database, branch: str | None, table: str, id_text: str) -> None:
+def delete(db: Database, branch: Where, table: str, id_text: str) -> None:
     session = db.session(branch)
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
