@@ -12,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
-import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
 from ..statements import budget
@@ -24,6 +23,9 @@ from ..storage.branchref import BranchRef
 from ..storage.governance import agents
 from . import agentcall, quickcheck, rights
 from .calllimits import limits_of
+
+if TYPE_CHECKING:  # (imported when an argument first needs it: a slow import to start with)
+    import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
 INTERNAL = "XX000"  # a bug in chronos
 
@@ -127,6 +129,8 @@ class Operation:
 
     @cached_property
     def validator(self) -> jsonschema.protocols.Validator:
+        import jsonschema  # (here: most calls pass the quick check, and the CLI starts faster)
+
         cls = jsonschema.validators.validator_for(self.schema)
         cls.check_schema(self.schema)
         return cls(self.schema)
