@@ -17,8 +17,6 @@ from typing import Any, cast
 
 import apsw
 
-from ..merge import apply as merge_apply
-from ..merge import diff as merge_diff
 from ..render import row_json
 from ..storage import events
 from ..storage.db import Database
@@ -148,6 +146,8 @@ def register(db: Database, conn: apsw.Connection) -> None:
     )
 
     def chronos_diff(branch: str) -> Iterator[tuple]:
+        from ..merge import diff as merge_diff  # (the merge modules when a query reads them)
+
         kinds = {"insert": "added", "update": "modified", "delete": "removed"}
         for c in merge_diff.diff(db, branch).ordered():
             yield (c.table, c.id, kinds[c.kind], _json(c.base), _json(c.ours), json.dumps(c.fields))
@@ -155,6 +155,8 @@ def register(db: Database, conn: apsw.Connection) -> None:
     _register(conn, chronos_diff, ("table_name", "id", "diff_type", "from_row", "to_row", "fields"))
 
     def chronos_conflicts(branch: str) -> Iterator[tuple]:
+        from ..merge import apply as merge_apply
+
         p = merge_apply.plan(db, branch, merge_apply.Options())
         for o in p.conflicts:
             c = o.change
