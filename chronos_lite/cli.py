@@ -28,9 +28,11 @@ from .cliargs import (
 )
 from .errors import ChronosError
 from .operations.registry import REGISTRY
-from .shell import config
 from .shell.cancel import Canceller
-from .shell.session import Shell
+
+# The shell's modules (its settings, its session, prompt_toolkit for the prompt) and the MCP
+# server's are imported by the command that needs them: `chronos <folder> sql ...` starts
+# without them.
 
 
 def run(argv: Sequence[str]) -> int:
@@ -53,7 +55,7 @@ def run(argv: Sequence[str]) -> int:
         return _shell(folder, rest)
     name = op_name(rest[0])
     if name not in REGISTRY:
-        ops = ", ".join(cli_name(o.name) for o in REGISTRY)
+        ops = ", ".join(cli_name(o) for o in REGISTRY.names())
         raise ChronosError(f"unknown operation '{rest[0]}'; operations: {ops}")
     op = REGISTRY.get(name)
     if "-h" in rest[1:] or "--help" in rest[1:]:
@@ -109,6 +111,9 @@ def _shell(folder: str, argv: list[str]) -> int:
     formats.add_argument("--csv", dest="format", action="store_const", const="csv")
     parser.add_argument("-X", "--no-config", action="store_true")
     ns = parser.parse_args(argv)
+    from .shell import config
+    from .shell.session import Shell
+
     settings = config.Settings(pager=None) if ns.no_config else config.load()
     script = _script(ns)
     for problem in settings.problems if script is None else []:  # scripts don't read it

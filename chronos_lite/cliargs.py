@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from . import render
 from .errors import ChronosError
 from .operations.registry import REGISTRY, Operation, describe
 
@@ -38,6 +39,12 @@ options for every operation:
 
 
 class Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # (argparse's own would import shutil for the width, on every add_argument)
+        if self.formatter_class is not argparse.HelpFormatter:
+            return super()._get_formatter()
+        return argparse.HelpFormatter(self.prog, width=render.terminal_size().columns - 2)
+
     def error(self, message: str) -> NoReturn:
         raise ChronosError(f"{message}\n{self.format_usage().strip()}")
 

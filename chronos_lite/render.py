@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -169,3 +171,27 @@ def json_row(row: dict[str, Any] | None) -> dict[str, Any] | None:
 def row_json(row: dict[str, Any]) -> str:
     """A row as one line of JSON text."""
     return json.dumps(json_row(row), ensure_ascii=False)
+
+
+def terminal_size(fallback: tuple[int, int] = (80, 24)) -> os.terminal_size:
+    """The terminal's size as ``shutil.get_terminal_size`` gives it (COLUMNS and LINES first,
+    then stdout's terminal, else ``fallback``), without importing shutil: argparse asks it on
+    every add_argument, and shutil's imports (zlib, bz2, lzma) cost each start ~2 ms."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    try:
+        lines = int(os.environ["LINES"])
+    except (KeyError, ValueError):
+        lines = 0
+    if columns <= 0 or lines <= 0:
+        try:
+            size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            size = os.terminal_size(fallback)
+        if columns <= 0:
+            columns = size.columns or fallback[0]
+        if lines <= 0:
+            lines = size.lines or fallback[1]
+    return os.terminal_size((columns, lines))

@@ -18,7 +18,6 @@ import json
 import sys
 import threading
 import time
-import traceback
 from typing import Any
 
 import chronos_lite
@@ -230,6 +229,8 @@ class Server:
         except ProtocolError as exc:
             return rpc_error(ident, exc.code, exc.message, exc.data)
         except Exception as exc:  # a bug outside an operation: say so, serve on
+            import traceback  # (only for a bug: the server starts without it)
+
             traceback.print_exc(file=sys.stderr)
             return rpc_error(ident, INTERNAL, f"Internal error: {type(exc).__name__}: {exc}")
         finally:
@@ -377,6 +378,8 @@ class Server:
                 "53200",
             )
         except Exception as exc:  # a bug in an operation: the session goes on
+            import traceback  # (only for a bug: the server starts without it)
+
             traceback.print_exc(file=sys.stderr)
             return _tool_error(
                 f"internal error (a bug in chronos): {type(exc).__name__}: {exc}", "XX000"

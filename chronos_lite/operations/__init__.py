@@ -1,30 +1,34 @@
 """The operations layer: the one registry every front end calls (``registry``: validation,
 rights, bounds, faults, the reply), who may do what (``rights``), and the operations' handlers
-with their text renderings, one module per concern. Importing the package registers them all."""
+with their text renderings, one module per concern.
 
-from . import (  # noqa: F401
-    agents,
-    branches,
-    checks,
-    data,
-    history,
-    insert,
-    merging,
-    policies,
-    reviewing,
-    sql,
-)
+``MODULES`` names each operation's module, in the order the operations are listed (tools/list,
+help: the spec's, describe first); the registry imports a module the first time one of its
+operations is looked up, so a command that runs one operation starts without the others."""
+
 from .registry import REGISTRY
 
-REGISTRY.arrange(
-    [
-        *("describe", "sql", "get", "put", "insert", "delete"),
-        *("fork", "set_meta", "branches", "discard"),
-        *("diff", "merge", "merge_preview", "rebase"),
-        *("merge_policies", "check_merge_policy", "set_merge_policy", "drop_merge_policy"),
-        *("reviews", "review"),
-        *("merge_checks", "set_merge_check", "drop_merge_check"),
-        *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
-        *("agent", "audit", "mode"),
-    ]
-)
+
+def _each(module: str, *names: str) -> dict[str, str]:
+    return {name: f"{__name__}.{module}" for name in names}
+
+
+MODULES: dict[str, str] = {
+    **_each("data", "describe"),
+    **_each("sql", "sql"),
+    **_each("data", "get", "put"),
+    **_each("insert", "insert"),
+    **_each("data", "delete"),
+    **_each("branches", "fork", "set_meta", "branches", "discard"),
+    **_each("merging", "diff", "merge", "merge_preview", "rebase"),
+    **_each("policies", "merge_policies", "check_merge_policy", "set_merge_policy"),
+    **_each("policies", "drop_merge_policy"),
+    **_each("reviewing", "reviews", "review"),
+    **_each("checks", "merge_checks", "set_merge_check", "drop_merge_check"),
+    **_each("history", "restore", "checkpoint", "rollback", "history", "undo_merge"),
+    **_each("history", "config", "undo_agent"),
+    **_each("agents", "agent", "audit"),
+    **_each("policies", "mode"),
+}
+
+REGISTRY.index(MODULES)

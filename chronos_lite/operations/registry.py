@@ -7,15 +7,15 @@ its text rendering. Nothing else validates arguments, checks rights or formats r
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
-import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
 from ..statements import budget
@@ -25,6 +25,9 @@ from ..storage.governance import agents
 from . import agentcall, quickcheck, rights
 from .args import BRANCH_KEYS, Args
 from .calllimits import limits_of
+
+if TYPE_CHECKING:  # (imported when an argument first needs it: a slow import to start with)
+    import jsonschema  # type: ignore[import-untyped]  # (no types-jsonschema)
 
 INTERNAL = "XX000"  # a bug in chronos
 
@@ -151,6 +154,8 @@ class Operation:
 
     @cached_property
     def validator(self) -> jsonschema.protocols.Validator:
+        import jsonschema  # (here: most calls pass the quick check, and the CLI starts faster)
+
         cls = jsonschema.validators.validator_for(self.schema)
         cls.check_schema(self.schema)
         return cls(self.schema)
@@ -300,37 +305,53 @@ def describe(spec: dict) -> str:
 
 
 class Registry:
+    """The operations, listed in the order ``index`` gives; an operation's module is imported
+    the first time the operation is looked up (``get``, ``call``; listing them all imports
+    all), so a command that runs one operation doesn't import the others."""
+
     def __init__(self) -> None:
         self._ops: dict[str, Operation] = {}
+        self._modules: dict[str, str] = {}  # name -> the module that registers it, in order
 
     def add(self, op: Operation) -> Operation:
         self._ops[op.name] = op
         return op
 
-    def arrange(self, names: list[str]) -> None:
-        """List the operations in this order (tools/list, help): the spec's, describe first."""
-        missing = set(self._ops) ^ set(names)
-        if missing:
-            raise ValueError(f"arrange: name every operation once ({sorted(missing)})")
-        self._ops = {name: self._ops[name] for name in names}
+    def index(self, modules: dict[str, str]) -> None:
+        """The operations in the order they are listed (tools/list, help: the spec's, describe
+        first), each with the module that registers it (imported when it is first needed)."""
+        self._modules = dict(modules)
+
+    def names(self) -> list[str]:
+        """Every operation's name, in order, without importing their modules."""
+        return [*self._modules, *(name for name in self._ops if name not in self._modules)]
+
+    def _load(self, name: str) -> Operation | None:
+        if name not in self._ops and name in self._modules:
+            importlib.import_module(self._modules[name])  # (its @operation adds it)
+            if name not in self._ops:
+                raise ValueError(f"{self._modules[name]} registers no operation {name}")
+        return self._ops.get(name)
 
     def __iter__(self):
-        return iter(self._ops.values())
+        ops = [self._load(name) for name in self.names()]
+        if set(self._ops) != set(self.names()):  # (a module registered one not indexed)
+            raise ValueError(f"index every operation once ({sorted(self._ops)})")
+        return iter(ops)
 
     def __contains__(self, name: str) -> bool:
-        return name in self._ops
+        return name in self._modules or name in self._ops
 
     def get(self, name: str) -> Operation:
-        try:
-            return self._ops[name]
-        except KeyError:
-            raise ChronosError(
-                f"unknown operation '{name}'; operations: {', '.join(self._ops)}"
-            ) from None
+        op = self._load(name)
+        if op is None:
+            raise ChronosError(f"unknown operation '{name}'; operations: {', '.join(self.names())}")
+        return op
 
     def reads_only(self, name: str) -> bool:
         """Whether the operation of that name only reads (False for no such operation)."""
-        return name in self._ops and self._ops[name].read_only
+        op = self._load(name)
+        return op is not None and op.read_only
 
     def listed(self, caller: Caller) -> list[Operation]:
         """The operations a caller may use (what MCP's tools/list shows)."""

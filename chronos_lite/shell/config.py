@@ -12,7 +12,6 @@ The input history is kept per user in ``$XDG_STATE_HOME/chronos/history``.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +48,8 @@ def load(path: Path | None = None) -> Settings:
     settings = Settings(pager=os.environ.get("PAGER", DEFAULT_PAGER) or None)
     if not path.is_file():
         return settings
+    import tomllib  # (only when there is a file to read)
+
     try:
         values = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

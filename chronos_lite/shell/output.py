@@ -3,14 +3,11 @@ and a pager for what doesn't fit the terminal."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
 import shlex
-import shutil
 import signal
-import subprocess
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -41,6 +38,8 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    import csv  # (only for --csv: a script's start needn't pay for it)
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -80,7 +79,7 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], mode: str, widt
 
 
 def terminal_size() -> os.terminal_size:
-    return shutil.get_terminal_size((100, 40))
+    return render.terminal_size((100, 40))
 
 
 def show(text: str, out: TextIO, pager: str | None) -> None:
@@ -90,6 +89,8 @@ def show(text: str, out: TextIO, pager: str | None) -> None:
         # Ctrl-C belongs to the pager while it runs (it reaches the whole process group)
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
+            import subprocess  # (here: a script never pages, and its start needn't pay for it)
+
             subprocess.run(shlex.split(pager), input=text + "\n", text=True, check=False)
             return
         except OSError:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime
 
 import apsw
 
@@ -43,6 +42,8 @@ def parse_moment(text: str, now: float | None = None) -> float:
         amount = float(m.group(1) or m.group(3))
         unit = (m.group(2) or m.group(4)).lower()
         return now - amount * UNITS[unit]
+    from datetime import datetime  # (here and in show_moment: most starts read no moment)
+
     cleaned = text.strip().replace("T", " ")
     if cleaned.endswith("Z"):
         cleaned = cleaned[:-1] + "+00:00"
@@ -62,6 +63,8 @@ def parse_moment(text: str, now: float | None = None) -> float:
 
 
 def show_moment(when: float) -> str:
+    from datetime import datetime
+
     return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
 
 

@@ -9,7 +9,6 @@ worlds only: a name is free again once its world has ended.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -191,6 +190,8 @@ def add(
     meta_text: str,
 ) -> int:
     """A new open world; its id."""
+    import secrets  # (here: a fork needs it, a start would pay for it)
+
     conn.execute(
         "insert into _chronos_worlds(wid, name, parent, base, fork_seq, owner, meta, created) "
         "values (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -9,10 +9,7 @@ naming it), without a token: its name isn't given to another agent.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
 import time
 from dataclasses import dataclass
 
@@ -71,11 +68,19 @@ def ordered(rights: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(r for r in RIGHTS if r in wanted)
 
 
+# (hashlib, hmac and secrets are imported where a token is made or checked: most commands
+# never do, and they cost a start several milliseconds)
+
+
 def _hash(token: str, salt: bytes) -> bytes:
+    import hashlib
+
     return hashlib.scrypt(token.encode(), salt=salt, n=_N, r=_R, p=_P, dklen=32)
 
 
 def _new_token(key: str) -> tuple[str, bytes, bytes]:
+    import secrets
+
     token = f"ca_{key}_{secrets.token_urlsafe(32)}"
     salt = secrets.token_bytes(16)
     return token, salt, _hash(token, salt)
@@ -152,6 +157,8 @@ def create(
             f"choose another name",
             errors.UNIQUE_VIOLATION,
         )
+    import secrets
+
     key = secrets.token_hex(4)
     token, salt, digest = _new_token(key)
     now = time.time()
@@ -245,6 +252,8 @@ def by_token(conn: apsw.Connection, token: str) -> Agent | None:
         return None
     agent = _row(rows[0][:10])
     salt, digest = rows[0][10], rows[0][11]
+    import hmac
+
     if not hmac.compare_digest(_hash(token, salt), digest):
         return None
     return agent if agent.enabled and agent.dropped is None else None
