@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import REFUSED, ChronosError
 from ..sqltext import quote_ident
+from ..storage.db import Database
 from ..storage.fetch import one_row
 from ..storage.governance import policies as mergepolicies
 from ..storage.governance.policies import Policy
@@ -142,7 +143,7 @@ def deletes_text(n: Counts) -> str:
     return " and ".join(parts)
 
 
-def reasons(db: Any, p: Any, hold: Hold, n: Counts) -> list[str]:
+def reasons(db: Database, p: Any, hold: Hold, n: Counts) -> list[str]:
     """Each rule of the hold's policy the merge breaks (and production's own reason); ``n``:
     what the merge changes."""
     out = [PRODUCTION] if hold.production else []
@@ -223,7 +224,7 @@ def _table_rules(rules: dict, n: Counts) -> list[str]:
     return out
 
 
-def _last_hour(db: Any, agent: str) -> tuple[int, int]:
+def _last_hour(db: Database, agent: str) -> tuple[int, int]:
     """Rows and deletes of the agent's merges into main in the last hour."""
     rows, deletes = one_row(
         db.main.conn.execute(

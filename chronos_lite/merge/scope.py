@@ -16,6 +16,7 @@ import apsw
 from .. import sqltext
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
 from ..storage import guard
+from ..storage.db import Database
 from ..storage.fetch import all_rows
 from ..storage.governance import holds as worldholds
 from .policy import Counts, deletes_text, rows_text
@@ -77,7 +78,7 @@ def _expression(tenant: Any) -> str:
     return tenant
 
 
-def selects_every_row(db: Any, tenant: str) -> str | None:
+def selects_every_row(db: Database, tenant: str) -> str | None:
     """What a tenant condition selects every row of, if it does: the condition names no
     column (``1``, ``true``), or main's tables it can be read on have rows and it leaves none
     of them out (``id = id``). None: it is a scope."""
@@ -130,7 +131,7 @@ def _entries(change: Any) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def scopes(db: Any, world: Any) -> list[dict[str, Any]]:
+def scopes(db: Database, world: Any) -> list[dict[str, Any]]:
     """The scopes a world's merge holds to: the one its fork declared (kept whatever an
     agent's set_meta says later) and the one its meta declares now, if another."""
     fixed = worldholds.fork_scope(db.main.conn, world.id)
@@ -139,7 +140,7 @@ def scopes(db: Any, world: Any) -> list[dict[str, Any]]:
     return [*out, now] if now and now != fixed else out
 
 
-def breaks(db: Any, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
+def breaks(db: Database, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
     """Each part of the world's scopes (``held_to``) the merge breaks (``n``: what it changes)."""
     out: list[str] = []
     for scope in held_to:
@@ -147,7 +148,7 @@ def breaks(db: Any, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[st
     return out
 
 
-def _breaks(db: Any, p: Any, n: Counts, scope: dict[str, Any]) -> list[str]:
+def _breaks(db: Database, p: Any, n: Counts, scope: dict[str, Any]) -> list[str]:
     out = []
     if scope.get("max_rows") is not None and n.rows > scope["max_rows"]:
         out.append(
@@ -189,7 +190,7 @@ def _outside(p: Any, entries: list[str]) -> list[str]:
     return []
 
 
-def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
+def _tenant(db: Database, p: Any, tenant: str) -> list[str]:
     """The first row, as it was or as it will be, that doesn't meet the tenant condition."""
     by_table: dict[str, list[tuple[Any, dict]]] = {}
     for o in p.writes:  # (a row's table/id is spelled only for the row named)
@@ -207,7 +208,7 @@ def _tenant(db: Any, p: Any, tenant: str) -> list[str]:
     return []
 
 
-def _outside_tenant(db: Any, p: Any, t: Any, tenant: str, rows: list) -> str | None:
+def _outside_tenant(db: Database, p: Any, t: Any, tenant: str, rows: list) -> str | None:
     columns = t.column_names  # (a list made on each read)
     names = ["scope_n", *columns]
     cols = ", ".join(sqltext.quote_ident(n) for n in names)

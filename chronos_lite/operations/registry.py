@@ -21,6 +21,7 @@ from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
 from ..statements import budget
 from ..storage import faults
 from ..storage.branchref import MAIN, BranchRef
+from ..storage.db import Database
 from ..storage.governance import agents
 from . import agentcall, quickcheck, rights
 from .args import BRANCH_KEYS, Args
@@ -56,7 +57,7 @@ class Caller:
     run: str | None = None  # the caller's run id (agents, later), kept with what it writes
 
     @classmethod
-    def for_agent(cls, db: Any, name: str, **session: Any) -> Caller:
+    def for_agent(cls, db: Database, name: str, **session: Any) -> Caller:
         """The named agent as a caller (``session``: the session's own limits, as
         ``max_rows``); an unknown, disabled or dropped agent is refused."""
         found = agents.find(db.main.conn, name)
@@ -74,7 +75,7 @@ class Caller:
     def budget(self) -> budget.Budget:
         return budget.Budget(self.max_rows, self.max_chars)
 
-    def own_world_names(self, db: Any) -> list[str]:
+    def own_world_names(self, db: Database) -> list[str]:
         return [w.name for w in db.worlds() if w.wid in self.own_worlds]
 
 
@@ -358,7 +359,7 @@ class Registry:
         return [op for op in self if rights.listed(op, caller)]
 
     def call(
-        self, db: Any, name: str, args: Any, caller: Caller | None = None, render: bool = True
+        self, db: Database, name: str, args: Any, caller: Caller | None = None, render: bool = True
     ) -> Reply:
         """Run an operation for a caller (see ``run``): its handler's reply, within the
         caller's budget; ``render=False``: the reply's value alone is wanted (the Python API),
@@ -374,7 +375,7 @@ class Registry:
 
     def run(
         self,
-        db: Any,
+        db: Database,
         op: Operation,
         args: Any,
         caller: Caller,
@@ -393,7 +394,7 @@ class Registry:
 
     def _run(
         self,
-        db: Any,
+        db: Database,
         op: Operation,
         valid: Args,
         caller: Caller,
