@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -129,9 +129,6 @@ Handler = Callable[[Any, Args, Caller], Reply]
 def branch_of(args: dict[str, Any]) -> str:
     """The branch a call names; main when it names none."""
     return args.get("branch") or "main"
-
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -361,36 +358,22 @@ class Registry:
     def call(
         self, db: Database, name: str, args: Any, caller: Caller | None = None, render: bool = True
     ) -> Reply:
-        """Run an operation for a caller (see ``run``): its handler's reply, within the
-        caller's budget; ``render=False``: the reply's value alone is wanted (the Python API),
-        its text and data are made only if asked for later."""
+        """Run an operation for a caller: its handler on the arguments validated, once the
+        caller's rights allow the call, bounded in time, on the file that is there; faults as
+        their own errors; never a transaction left open. A named agent's call is counted and
+        audited (``agentcall``). The reply is rendered within the call and the caller's
+        budget; ``render=False``: the value alone is wanted (the Python API), its text and
+        data are made only if asked for later."""
         op = self.get(name)
         caller = caller or Caller()
-        if not render:
-            return self.run(db, op, args, caller, lambda valid: op.handler(db, valid, caller))
-        reply = self.run(
-            db, op, args, caller, lambda valid: op.handler(db, valid, caller).rendered()
-        )
-        return _within(reply, caller)
-
-    def run(
-        self,
-        db: Database,
-        op: Operation,
-        args: Any,
-        caller: Caller,
-        body: Callable[[Args], T],
-    ) -> T:
-        """``body`` (the operation's handler, its reply rendered or not) on the
-        arguments validated, once the caller's rights allow the call: bounded in time, on the
-        file that is there; faults as their own errors; never a transaction left open. A named
-        agent's call is counted and audited (``agentcall``)."""
         valid = op.validate(args if args is not None else {})
         if caller.mode == "agent":
-            return agentcall.run(
-                db, op, args, valid, caller, lambda: self._run(db, op, valid, caller, body)
+            reply = agentcall.run(
+                db, op, args, valid, caller, lambda: self._run(db, op, valid, caller, render)
             )
-        return self._run(db, op, valid, caller, body)
+        else:
+            reply = self._run(db, op, valid, caller, render)
+        return _within(reply, caller) if render else reply
 
     def _run(
         self,
@@ -398,8 +381,8 @@ class Registry:
         op: Operation,
         valid: Args,
         caller: Caller,
-        body: Callable[[Args], T],
-    ) -> T:
+        render: bool,
+    ) -> Reply:
         before = (db.caller_name, db.caller_run)  # who acts, for the events it records
         db.caller_name, db.caller_run = caller.name, caller.run
         left_open = False
@@ -411,7 +394,9 @@ class Registry:
             db.check_file()
             # (what the caller gave is told apart: no branch isn't branch="main")
             rights.check(db, op, valid, caller, self.reads_only)
-            result = body(valid)
+            result = op.handler(db, valid, caller)
+            if render:  # (within the call: a render may read, under its bounds and faults)
+                result.rendered()
             if not op.read_only:
                 db.check_file()  # a write acknowledged is in the file that is there
         except OverflowError:  # a number SQLite can't hold, found as it was bound
