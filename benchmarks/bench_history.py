@@ -272,8 +272,8 @@ def bench_main_as_of(s: Setup) -> list[Figure]:
     s.plain.execute("COMMIT")
 
     # The AS OF view by itself, on a connection of its own: the SQL that chronos runs for it.
-    sqlconn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
-    n, t = db.table("items")
+    sqlconn = apsw.Connection(str(db.database.path), flags=apsw.SQLITE_OPEN_READONLY)
+    n, t = db.database.table("items")
     seq = moments.seq_at(sqlconn, n, moments.parse_moment(moment))
     sqlconn.execute(f"create temp view asof as {worldviews.main_as_of(t, n, seq)}")
 
@@ -327,11 +327,11 @@ def bench_world_as_of(s: Setup) -> list[Figure]:
     for params in changes:
         db.sql(CHANGE, *params, branch="w")
 
-    world = db.world("w")
-    n, t = db.table("items", world)
+    world = db.database.world("w")
+    n, t = db.database.table("items", world)
     base = world.base.get(n, 0)
     when = moments.parse_moment(moment)
-    sqlconn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
+    sqlconn = apsw.Connection(str(db.database.path), flags=apsw.SQLITE_OPEN_READONLY)
     # (a world as it is now is TEMP tables on its own connection: here, the same view at now)
     now = worldviews.world_at(t, n, world.id, base, time.time())
     sqlconn.execute(f"create temp view wnow as {now}")
@@ -375,7 +375,7 @@ def bench_world_as_of(s: Setup) -> list[Figure]:
 
 def bench_writes(s: Setup) -> list[Figure]:
     sizes, rng = s.sizes, s.rng
-    main = s.db.session("main").conn
+    main = s.db.database.session("main").conn
     sides = {
         "chronos": lambda sql, p: in_transaction(main, sql, p),
         "raw": lambda sql, p: in_transaction(s.plain, sql, p),
@@ -422,12 +422,12 @@ def vacuum(path: Path) -> None:
 def bench_growth(sizes: Sizes, work: Path) -> list[Figure]:
     rows, count = sizes.growth_rows, sizes.growth_updates
     db = build_chronos(work / "growth", rows, LONG_NAME)
-    main = db.session("main").conn
+    main = db.database.session("main").conn
     plain_path = work / "growth-plain.sqlite"
     plain = build_plain(plain_path, rows, LONG_NAME)
     checkpoint(main)
     checkpoint(plain)
-    loaded, plain_loaded = file_size(db.path), file_size(plain_path)
+    loaded, plain_loaded = file_size(db.database.path), file_size(plain_path)
     rng = random.Random(11)
     changes = random_changes(count, rows, rng)
     for i in range(0, count, 1_000):  # as an app writes: short transactions
@@ -437,17 +437,19 @@ def bench_growth(sizes: Sizes, work: Path) -> list[Figure]:
             conn.execute("COMMIT")
     checkpoint(main)
     checkpoint(plain)
-    updated, plain_updated = file_size(db.path), file_size(plain_path)
-    deleted = prune.prune(db, now=time.time() + 8 * 86400)  # past the 7-day window: all expire
-    history = shadow.history_table(db.table("items")[0])
+    updated, plain_updated = file_size(db.database.path), file_size(plain_path)
+    deleted = prune.prune(
+        db.database, now=time.time() + 8 * 86400
+    )  # past the 7-day window: all expire
+    history = shadow.history_table(db.database.table("items")[0])
     left = main.execute(f"select count(*) from {history}").fetchone()[0]
     if deleted < rows + count - 1 or left != 1:
         print(f"warning: prune deleted {deleted:,} history rows, left {left}", file=sys.stderr)
     db.close()
     plain.close()
-    vacuum(db.path)
+    vacuum(db.database.path)
     vacuum(plain_path)
-    pruned, plain_vacuumed = file_size(db.path), file_size(plain_path)
+    pruned, plain_vacuumed = file_size(db.database.path), file_size(plain_path)
     per_row = plain_loaded / rows
     mb = 1e6
     return [

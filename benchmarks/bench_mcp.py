@@ -600,7 +600,7 @@ def profile(folder: Path, all_cases: list[Case], calls: int, top: int = 12) -> s
     try:
         # the caller `chronos mcp` makes (safe mode; the row cap where this version has one)
         cap = {"max_rows": mcp.MAX_ROWS} if hasattr(mcp, "MAX_ROWS") else {}
-        server = mcp.Server(db, Caller(name="mcp", mode="safe", **cap), str(folder))
+        server = mcp.Server(db.database, Caller(name="mcp", mode="safe", **cap), str(folder))
         server.answer(
             {
                 "jsonrpc": "2.0",

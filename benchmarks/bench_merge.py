@@ -142,10 +142,10 @@ def run_chronos(
         db.call("agent", action="create", name="bot", rights=AGENT)
         if policy:
             db.call("set_merge_policy", name="every", rules=rules or EVERY_RULE, agents=["bot"])
-        caller = chronos_lite.Caller.for_agent(db, "bot")
+        caller = db.as_agent("bot")
     db.call("fork", caller, name="w", **({"meta": SCOPE} if policy else {}))
-    conn = db.writable(db.session("w"), "items").conn
-    with db.write(conn):
+    conn = db.database.writable(db.database.session("w"), "items").conn
+    with db.database.write(conn):
         for sql, params in script:
             conn.execute(sql, params)
     for sql in renames:
@@ -184,8 +184,8 @@ def build_page_world(plain: Path, folder: Path, count: int, size: int) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     db = chronos_lite.init(folder, from_file=plain)
     db.call("fork", name="w")
-    conn = db.writable(db.session("w"), "items").conn
-    with db.write(conn):
+    conn = db.database.writable(db.database.session("w"), "items").conn
+    with db.database.write(conn):
         for sql, params in change_script(count, size, random.Random(23)):
             conn.execute(sql, params)
     db.close()

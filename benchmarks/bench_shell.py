@@ -103,12 +103,14 @@ def point_select(shell: Shell, plain: apsw.Connection, n: int) -> dict[str, Call
 
 def registry_select(db: chronos_lite.Chronos, plain: apsw.Connection, n: int) -> dict:
     """The same point select as one registry sql call and its text: what the shell wraps."""
-    sides = point_select(Shell(db, out=io.StringIO()), plain, n)
+    sides = point_select(Shell(db.database, out=io.StringIO()), plain, n)
 
     def chronos_side() -> float:
         start = time.perf_counter()
         for i in range(n):
-            reply = REGISTRY.call(db, "sql", {"sql": f"select * from users where id = {i + 1};"})
+            reply = REGISTRY.call(
+                db.database, "sql", {"sql": f"select * from users where id = {i + 1};"}
+            )
             io.StringIO().write(reply.text + "\n")
         return (time.perf_counter() - start) / n
 
@@ -239,7 +241,7 @@ def main() -> None:
         folder = tmp / "shop"
         plain_path = build(folder)
         db = chronos_lite.open(folder)
-        shell = Shell(db, out=io.StringIO(), err=sys.stderr)
+        shell = Shell(db.database, out=io.StringIO(), err=sys.stderr)
         plain = plain_connection(plain_path)
         rows: list[tuple[str, float, float, float | None]] = []
         for label, sides in [

@@ -379,8 +379,12 @@ def bench_item_writes(sizes: Sizes, work: Path) -> list[Figure]:
     writers: dict[str, Callable[[str, list[tuple]], float]] = {
         "raw": lambda sql, p: in_transaction(raw, sql, p),
         "world": WorldWriter(in_world),
-        "main, 0 worlds": lambda sql, p: in_transaction(main0.session("main").conn, sql, p),
-        "main, 100 worlds": lambda sql, p: in_transaction(main100.session("main").conn, sql, p),
+        "main, 0 worlds": lambda sql, p: in_transaction(
+            main0.database.session("main").conn, sql, p
+        ),
+        "main, 100 worlds": lambda sql, p: in_transaction(
+            main100.database.session("main").conn, sql, p
+        ),
     }
     rng = random.Random(3)
     best = best_of_batches(
@@ -426,7 +430,7 @@ def bench_prepare(sizes: Sizes, work: Path) -> list[Figure]:
     db = adopt(build_file(work / "prepare.sqlite", tables), work / "prepare")
     db.fork("w")
     apply_plans(db, "w", plans_for(tables, seed=9))
-    conns = {"main": db.session("main").conn, "world": db.session("w").conn}
+    conns = {"main": db.database.session("main").conn, "world": db.database.session("w").conn}
     n, count = itertools.count(1), sizes.texts
     jobs = {
         kind: {b: apsw_job(c, text, count, n) for b, c in conns.items()}

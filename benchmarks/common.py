@@ -315,8 +315,8 @@ def change_plan(count: int, rng: random.Random) -> list[tuple[str, tuple]]:
 
 def apply(db: chronos_lite.Chronos, world: str, plan: list[tuple[str, tuple]]) -> None:
     """``plan``'s statements on ``world``, in one write transaction."""
-    conn = db.writable(db.session(world), "items").conn
-    with db.write(conn):
+    conn = db.database.writable(db.database.session(world), "items").conn
+    with db.database.write(conn):
         for sql, params in plan:
             conn.execute(sql, params)
 

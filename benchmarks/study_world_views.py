@@ -1204,7 +1204,7 @@ def package_world(path: Path, tables: tuple[Table, ...], app: str, cache: str) -
     db = chronos_lite.init(path.with_suffix(""), from_file=path)
     KEEP.append(db)
     db.fork("w")
-    return db.session("w").conn
+    return db.database.session("w").conn
 
 
 def bench_writes(

@@ -65,7 +65,7 @@ class World:
         self.count += 1
         world = f"study{self.count}"
         self.db.fork(world)
-        conn = self.db.writable(self.db.session(world), "items").conn
+        conn = self.db.database.writable(self.db.database.session(world), "items").conn
         if keep is not None:
             sql = conn.execute("select sql from temp.sqlite_schema where name = ?", (name,))
             head, steps = steps_of(sql.fetchall()[0][0])

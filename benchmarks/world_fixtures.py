@@ -136,8 +136,8 @@ def plans_for(tables: list[Filled], seed: int) -> Plans:
 
 def apply_plans(db: chronos_lite.Chronos, world: str, plans: Plans) -> None:
     """The statements of ``plans`` on ``world``, through its triggers, in one transaction."""
-    conn = db.writable(db.session(world), *plans).conn
-    with db.write(conn):
+    conn = db.database.writable(db.database.session(world), *plans).conn
+    with db.database.write(conn):
         for plan in plans.values():
             for sql, params in plan:
                 conn.execute(sql, params)
@@ -178,11 +178,11 @@ def make_worlds(db: chronos_lite.Chronos, plans: Plans) -> dict[str, apsw.Connec
         parent = f"still{d}"
     # (sessions last: the pool keeps 16, and closes the oldest)
     return {
-        "main": db.session("main").conn,
-        "changed, depth 1": db.session("changed1").conn,
-        "changed, depth 8": db.session("chain8").conn,
-        "untouched, depth 1": db.session("untouched1").conn,
-        "untouched, depth 8": db.session("still8").conn,
+        "main": db.database.session("main").conn,
+        "changed, depth 1": db.database.session("changed1").conn,
+        "changed, depth 8": db.database.session("chain8").conn,
+        "untouched, depth 1": db.database.session("untouched1").conn,
+        "untouched, depth 8": db.database.session("still8").conn,
     }
 
 
@@ -361,7 +361,7 @@ class WorldWriter:
         self.count += 1
         name = f"writer{self.count}"
         self.db.fork(name)
-        session = self.db.writable(self.db.session(name), *self.tables)
+        session = self.db.database.writable(self.db.database.session(name), *self.tables)
         seconds = in_transaction(session.conn, sql, params)
         if self.check:
             self.check(session.conn, len(params))

@@ -9,17 +9,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
-from . import vtab
-from .history import prune
+from .opening import open_folder
 from .operations.data import NoRow
 from .operations.registry import REGISTRY, Caller, Reply
 from .storage import codec
-from .storage.db import Database
 from .storage.folder import create
 from .storage.worlds import World
 
@@ -40,28 +38,42 @@ def _id(value: Any) -> str:
     return codec.json_id(list(value) if isinstance(value, list | tuple) else [value])
 
 
-class Chronos(Database):
-    """An open database folder, with the operations as methods."""
+class Chronos:
+    """An open database folder, with the operations as methods.
 
-    def __init__(self, folder: str | os.PathLike) -> None:
-        super().__init__(folder)
-        self.keep_temp = True  # a program's connection: its TEMP objects last, as in sqlite3
-        prune.prune_if_due(self)  # expired history goes, at most once an hour
+    Each method is the operation's own handler, reached through the registry as every front
+    end reaches it; ``database`` is the storage underneath (connections on branches, the
+    schema), for a program that needs SQLite's own connection."""
 
-    def connection_ready(self, conn: apsw.Connection) -> None:
-        vtab.register(self, conn)  # chronos_worlds, chronos_diff('w'), chronos_conflicts('w')
+    def __init__(self, folder: str | os.PathLike, caller: Caller | None = None) -> None:
+        # (a program's connection: its TEMP objects last, as in sqlite3)
+        self.database = open_folder(folder, keep_temp=True)
+        self.caller = caller or Caller()  # who acts in its calls: the owner unless given
+
+    @property
+    def folder(self) -> Path:
+        return self.database.folder
+
+    def close(self) -> None:
+        self.database.close()
+
+    def interrupt(self) -> None:
+        """Stop the call running now (safe from another thread): it fails, nothing changed."""
+        self.database.interrupt()
+
+    def __enter__(self) -> Chronos:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _value(self, operation: str, caller: Caller | None = None, **args: Any) -> Any:
         """The operation's own handler, through the registry as every front end reaches it
         (its schema's validation, the rights, bounds, faults as their errors), for its
         engine object: the reply's value (its text and data: ``call``)."""
         given = {key: value for key, value in args.items() if value is not None}
-        return REGISTRY.call(self, operation, given, caller or self._caller(), render=False).value
-
-    def _caller(self) -> Caller:
-        """Who acts in a method's call: ``caller_name`` and ``caller_run`` (the owner unless
-        set), whom history names."""
-        return Caller(name=self.caller_name, run=self.caller_run)
+        reply = REGISTRY.call(self.database, operation, given, caller or self.caller, render=False)
+        return reply.value
 
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
         """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
@@ -122,9 +134,7 @@ class Chronos(Database):
         """Create a branch from main (or from ``source``, another branch; ``name@when``: as it
         was then). Instant: no rows are copied. ``owner``: whom the branch is recorded as
         forked by (the caller's name unless given)."""
-        caller = self._caller()
-        if owner is not None:
-            caller.name = owner
+        caller = self.caller if owner is None else dataclasses.replace(self.caller, name=owner)
         return self._value("fork", caller, name=name, meta=meta, **{"from": source})
 
     def set_meta(self, name: str, changes: dict) -> World:
@@ -138,6 +148,19 @@ class Chronos(Database):
     def branches(self) -> list[World]:
         """The open worlds (main is not one)."""
         return self._value("branches")
+
+    def world(self, name: str) -> World:
+        """One open branch, as it is now (a World is a snapshot: ask again for a later
+        version); ChronosError (P0002) if there is none."""
+        for world in self.branches():
+            if world.name == name:
+                return world
+        return self.database.world(name)  # (its refusal names the branches there are)
+
+    def as_agent(self, name: str) -> Caller:
+        """The agent ``name`` a person made, to act as in ``call``: only its rights, within its
+        quotas, audited (an unknown, disabled or dropped agent is refused)."""
+        return Caller.for_agent(self.database, name)
 
     def diff(self, branch: str, to: str | None = None) -> merge_diff.Diff:
         """What changed on a branch since its fork (or between two branches)."""
@@ -191,7 +214,7 @@ class Chronos(Database):
 
     def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
         """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""
-        return REGISTRY.call(self, operation, args, caller)
+        return REGISTRY.call(self.database, operation, args, caller or self.caller)
 
 
 def open(folder: str | os.PathLike) -> Chronos:

@@ -27,8 +27,10 @@ from .cliargs import (
     parse_operation_args,
 )
 from .errors import ChronosError
+from .opening import open_folder
 from .operations.registry import REGISTRY
 from .shell.cancel import Canceller
+from .storage.folder import create
 
 # The shell's modules (its settings, its session, prompt_toolkit for the prompt) and the MCP
 # server's are imported by the command that needs them: `chronos <folder> sql ...` starts
@@ -90,9 +92,9 @@ def _init(argv: list[str]) -> int:
     parser.add_argument("folder")
     parser.add_argument("--from", dest="source", default=None)
     ns = parser.parse_intermixed_args(argv)
-    db = chronos_lite.init(ns.folder, ns.source)
-    tables = sorted(db.tables())
-    db.close()
+    create(ns.folder, ns.source)
+    with open_folder(ns.folder) as db:
+        tables = sorted(db.tables())
     noun = "table" if len(tables) == 1 else "tables"
     listing = f": {', '.join(tables)}" if tables else ""
     adopted = f" from {ns.source} ({len(tables)} {noun}{listing})" if ns.source else ""
@@ -118,7 +120,7 @@ def _shell(folder: str, argv: list[str]) -> int:
     script = _script(ns)
     for problem in settings.problems if script is None else []:  # scripts don't read it
         print(f"chronos: {render.terminal(problem)}", file=sys.stderr)
-    with chronos_lite.open(folder) as db:
+    with open_folder(folder, keep_temp=True) as db:  # (a session: TEMP objects last)
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
         if script is None:
             from .shell import repl  # prompt_toolkit only for the prompt
@@ -183,7 +185,7 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
     try:
 
         def call() -> Any:
-            with chronos_lite.open(folder) as db:
+            with open_folder(folder, keep_temp=True) as db:
                 opened.append(db)
                 if canceller.cancelled:  # Ctrl-C came while the folder was opening
                     raise ChronosError("cancelled", "57014")

@@ -28,7 +28,7 @@ def outcome(db: Any, sql: str, branch: str) -> tuple:
 def dump(db: Any, branch: str) -> dict[str, list[str]]:
     """Every table's rows on a branch, in a stable order (rowids left out: a world's rows keep
     their keys, but a table without one may number new rows differently)."""
-    names = set(db.tables_for(db.resolve(branch)))
+    names = set(db.database.tables_for(db.database.resolve(branch)))
     out = {}
     for name in sorted(names):
         try:

@@ -249,8 +249,8 @@ def _scenario(db, i: int, held: bool = False) -> dict:
         if name == names["merged"]:
             db.call("merge", branch=name)  # (before the others fork: they merge cleanly)
     if held:  # (theirs waits in reviews, held by its policy as an agent's merge would be)
-        theirs = db.world(names["theirs"])
-        with db.write(db.main.conn) as conn:
+        theirs = db.database.world(names["theirs"])
+        with db.database.write(db.database.main.conn) as conn:
             reviews.queue(conn, theirs.id, "other", names["policy"], ["it changes 1 row"], 1)
     db.call("fork", caller=bot, name=names["mine"])
     db.call("checkpoint", caller=bot, branch=names["mine"], name="c1")
@@ -290,10 +290,12 @@ async def test_the_rights_matrix_over_stdio(shop, folder, rights_name):
 
 def test_the_agents_own_worlds_stay_its_own_across_sessions(shop, folder):
     shop.call("agent", action="create", name="bot", rights=["read", "fork", "write_own"])
-    first = Caller.for_agent(shop, "bot")
+    first = shop.as_agent("bot")
     shop.call("fork", caller=first, name="task")
-    assert shop.world("task").owner == "bot"
-    later = Caller.for_agent(shop, "bot")  # (a new session: nothing carried over in memory)
+    assert shop.database.world("task").owner == "bot"
+    later = Caller.for_agent(
+        shop.database, "bot"
+    )  # (a new session: nothing carried over in memory)
     shop.call("put", caller=later, table="users", id="1", record={"name": "B"}, branch="task")
     other = chronos_lite.Caller(name="owner")
     shop.call("fork", caller=other, name="theirs")
@@ -306,7 +308,7 @@ def test_an_agent_without_read_reads_no_other_branch_through_sql_or_a_second_bra
     shop.call("fork", caller=Caller(name="bot"), name="mine")
     shop.call("fork", name="theirs")
     shop.sql("update users set name = 'secret' where id = 1", branch="theirs")
-    bot = Caller.for_agent(shop, "bot")
+    bot = shop.as_agent("bot")
     assert shop.call("sql", caller=bot, sql=SELECT_1, branch="mine").data["results"]
     for sql in (
         "select * from chronos_diff('theirs')",

@@ -220,7 +220,7 @@ def test_the_instructions_follow_the_agents_rights(shop, folder):
 def test_no_statement_reads_a_tokens_hash(shop):
     shop.call("agent", action="create", name="bot", rights=DEV)
     shop.call("agent", action="create", name="boss", rights=["admin"])
-    for caller in (Caller(), Caller.for_agent(shop, "boss")):
+    for caller in (Caller(), shop.as_agent("boss")):
         for sql in (
             "select * from _chronos_agents",
             "select hex(hash) from main._chronos_agents",
@@ -251,7 +251,7 @@ def test_an_admin_agent_over_mcp_copies_and_attaches_no_file(shop, folder, tmp_p
 def test_only_an_admin_reads_the_agents_and_the_audit_in_sql(shop, folder):
     shop.call("agent", action="create", name="bot", rights=DEV)
     shop.call("agent", action="create", name="boss", rights=["admin"])
-    bot, boss = Caller.for_agent(shop, "bot"), Caller.for_agent(shop, "boss")
+    bot, boss = shop.as_agent("bot"), shop.as_agent("boss")
     for sql in ("select name from _chronos_agents", "select * from _chronos_audit"):
         with pytest.raises(ChronosError, match="can't read the agents or the audit trail"):
             shop.call("sql", caller=bot, sql=sql)
@@ -274,16 +274,16 @@ def test_safe_mode_and_owner_names_in_history(shop, folder):
         s.kill()
     assert owner.startswith("safe:") and len(owner) == len("safe:") + 6
     with chronos_lite.open(folder) as db:
-        assert db.world("w").owner == owner
+        assert db.database.world("w").owner == owner
 
 
 def test_the_audit_is_kept_for_the_retention_window(shop, folder):
     shop.call("agent", action="create", name="bot", rights=DEV)
-    bot = Caller.for_agent(shop, "bot")
+    bot = shop.as_agent("bot")
     shop.call("fork", caller=bot, name="w")
     with pytest.raises(ChronosError):
         shop.call("restore", caller=bot, branch="w", at="-1 second")
     assert len(shop.call("audit").data["entries"]) == 2
-    prune.prune(shop, now=time.time() + 8 * 86400)  # (past the default week)
+    prune.prune(shop.database, now=time.time() + 8 * 86400)  # (past the default week)
     assert shop.call("audit").data["entries"] == []
     assert "(no calls of any agent)" in shop.call("audit").text

@@ -27,9 +27,9 @@ def test_a_token_is_shown_once_and_never_stored(db, folder):
     listed = db.call("agent", action="list")
     assert token not in listed.text and "token" not in listed.data["agents"][0]
     assert listed.data["agents"][0]["rights"] == ["read", "fork", "write_own"]
-    assert agents.by_token(db.main.conn, token).name == "bot"
+    assert agents.by_token(db.database.main.conn, token).name == "bot"
     for wrong in (token[:-1] + ("A" if token[-1] != "A" else "B"), "", "ca_00000000_" + "x" * 43):
-        assert agents.by_token(db.main.conn, wrong) is None
+        assert agents.by_token(db.database.main.conn, wrong) is None
     db.close()
     assert token.encode() not in _file_bytes(folder)
 
@@ -39,7 +39,7 @@ def test_a_rotated_disabled_or_dropped_agents_token_stops_working(db):
     with pytest.raises(ChronosError, match="give rotate for a new one"):
         db.call("agent", action="token", name="bot")
     new = db.call("agent", action="token", name="bot", rotate=True).data["token"]
-    conn = db.main.conn
+    conn = db.database.main.conn
     assert agents.by_token(conn, old) is None and agents.by_token(conn, new).name == "bot"
     db.call("agent", action="alter", name="bot", disable=True)
     assert agents.by_token(conn, new) is None
@@ -108,9 +108,9 @@ def test_agents_through_the_cli(db, folder):
     assert "disabled; max_concurrent 2, max_query_ms 2000" in out
     rotated = run_cli(folder, "agent", "token", "bot", "--rotate").stdout.strip().splitlines()[-1]
     with chronos_lite.open(folder) as db:
-        assert agents.by_token(db.main.conn, token) is None
+        assert agents.by_token(db.database.main.conn, token) is None
         db.call("agent", action="alter", name="bot", enable=True)
-        assert agents.by_token(db.main.conn, rotated).name == "bot"
+        assert agents.by_token(db.database.main.conn, rotated).name == "bot"
     bad = run_cli(folder, "agent", "create", "two words", check=False)
     assert bad.returncode != 0 and "'name' must be" in bad.stderr
 

@@ -16,6 +16,7 @@ LAYERS = {
     "chronos_lite.mcp": 7,
     "chronos_lite.api": 7,
     "chronos_lite.cliargs": 6,
+    "chronos_lite.opening": 6,  # the composition root: every front end opens its folder there
     "chronos_lite.operations": 5,
     "chronos_lite.statements": 4,
     "chronos_lite.vtab": 3,
@@ -149,3 +150,29 @@ def test_storage_drawn_by_rooms_has_no_circle_and_at_most_20_rooms():
         reach = {r: seen | {c for b in seen for c in reach[b]} for r, seen in reach.items()}
     assert sorted(r for r in rooms if r in reach[r]) == []
     assert len(rooms) <= 20, sorted(rooms)
+
+
+def test_only_the_composition_root_opens_a_database():
+    """Every front end opens its folder through ``opening.open_folder`` (its connections'
+    system tables, pruning): no other module makes a ``Database`` itself."""
+    makers = sorted(
+        module_name(path)
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Database"
+    )
+    assert makers == ["chronos_lite.opening"]
+
+
+def test_the_database_keeps_no_state_of_the_call_running():
+    """Who acts, and what an agent's call recorded, are the call's (a context variable), not
+    attributes of the shared Database."""
+    source = (PACKAGE / "storage" / "db.py").read_text()
+    assert not any(
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr in {"caller_name", "caller_run", "agent_calls", "recorded"}
+        for node in ast.walk(ast.parse(source))
+    )

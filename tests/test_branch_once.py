@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 
-from chronos_lite import Caller
 from chronos_lite.storage import branchref, worlds
 from chronos_lite.storage.db import Database
 
@@ -20,7 +19,7 @@ def counted(db, monkeypatch):
     db.sql("create table t(id integer primary key, v text)")
     db.sql("insert into t values (1, 'a'), (2, 'b')")
     db.call("agent", action="create", name="bot", rights=["read", "fork", "write_own", "merge"])
-    db.call("fork", Caller.for_agent(db, "bot"), name="w")
+    db.call("fork", db.as_agent("bot"), name="w")
     db.sql("update t set v = 'c' where id = 1", branch="w")
     seen: Counter[str] = Counter()
     parse, world, find = branchref.BranchRef.parse.__func__, Database.world, worlds.find
@@ -52,7 +51,7 @@ def test_an_owner_merge_parses_its_branch_once_and_looks_its_world_up_once(count
 
 def test_an_agents_merge_too_through_its_rights_and_audit(counted):
     db, seen = counted
-    bot = Caller.for_agent(db, "bot")
+    bot = db.as_agent("bot")
     seen.clear()
     assert db.call("merge", bot, branch="w").text == "merged 1 change from w into main"
     assert seen["parse"] == 1

@@ -132,7 +132,9 @@ def test_a_failure_at_any_step_leaves_no_transaction_and_nothing_half_done(shop,
                         assert count[0] < at, (name, at, "ran, but the call didn't fail")
                         continue
                 tried += 1
-                open_ones = [s.branch for s in db._sessions() if not s.conn.get_autocommit()]
+                open_ones = [
+                    s.branch for s in db.database._sessions() if not s.conn.get_autocommit()
+                ]
                 assert open_ones == [], (name, at, open_ones)
                 if name not in AFTER_COMMIT and "commit;" not in sql:
                     assert file_dump(shop) == before, (name, at)
@@ -177,5 +179,5 @@ def test_an_operation_that_leaves_a_transaction_open_is_not_acknowledged(shop):
             assert err.value.code == "XX000"
         finally:
             op.handler = real
-        assert db.main.conn.get_autocommit()
+        assert db.database.main.conn.get_autocommit()
         assert db.query("select count(*) as n from users") == [{"n": 2}]

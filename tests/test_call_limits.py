@@ -40,8 +40,8 @@ def _stopped_entries(db) -> list[dict]:
 
 
 def _in_process(db) -> InProcess:
-    caller = Caller.for_agent(db, "bot", max_rows=MAX_ROWS, max_chars=MAX_RESULT_CHARS)
-    server = InProcess(db, caller, "shop")
+    caller = Caller.for_agent(db.database, "bot", max_rows=MAX_ROWS, max_chars=MAX_RESULT_CHARS)
+    server = InProcess(db.database, caller, "shop")
     server.answer({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
     return server
 
@@ -79,7 +79,7 @@ def test_the_time_limit_passing_during_the_audit_write_stops_nothing(bot, folder
         record = audit.record
 
         def late(conn, entry):  # the call's time runs out as its entry is written
-            db.bounds.deadline = time.monotonic() - 1
+            db.database.bounds.deadline = time.monotonic() - 1
             record(conn, entry)
 
         monkeypatch.setattr(audit, "record", late)
@@ -187,10 +187,10 @@ def test_an_allocation_failing_after_the_time_limit_stopped_the_call_is_the_time
             apsw.hard_heap_limit(apsw.memory_used() + 64 * 2**20)
 
             def time_is_up() -> int:  # (what the progress handler does at the deadline)
-                db.bounds.stopped = limits.TIMEOUT
+                db.database.bounds.stopped = limits.TIMEOUT
                 return 1
 
-            db.main.conn.create_scalar_function("time_is_up", time_is_up, 0)
+            db.database.main.conn.create_scalar_function("time_is_up", time_is_up, 0)
             caller = Caller(max_query_ms=60_000)
             with pytest.raises(chronos_lite.ChronosError) as exc:
                 db.call("sql", caller=caller, sql="select time_is_up(), randomblob(100000000)")
@@ -216,7 +216,7 @@ def test_a_stop_after_the_call_committed_says_the_change_stays(shop, monkeypatch
     assert info.value.code == "57014"
     assert "stopped after its change was committed (the change stays" in str(info.value)
     assert "nothing was changed" not in str(info.value)
-    assert "kept" in [w.name for w in shop.worlds()]
+    assert "kept" in [w.name for w in shop.database.worlds()]
     with pytest.raises(chronos_lite.ChronosError) as info:  # (no commit: rolled back)
         shop.call("sql", Caller(max_query_ms=100), sql=RUNAWAY)
     assert "rolled back, nothing was changed" in str(info.value)

@@ -224,7 +224,7 @@ def test_worlds_keep_writing_while_another_process_forks_discards_and_changes_sc
             from_main = Counter({("seed", i, world): 1 for i in range(SEEDS)})
             assert _bag(_rows(db, world)) == from_main + own, f"rows of {world}"
         assert _bag(_rows(db)) == seeds
-        assert [w.name for w in db.worlds()] == ["wa", "wb"]
+        assert [w.name for w in db.database.worlds()] == ["wa", "wb"]
     finally:
         db.close()
 

@@ -120,13 +120,13 @@ def answer(server: Server, tool: str, args: dict) -> dict:
 def test_every_tool_under_each_fault_answers_with_the_faults_own_code(folder, fault):
     with chronos_lite.open(folder) as db:
         caller = Caller("mcp", "safe", max_rows=MAX_ROWS, max_chars=MAX_RESULT_CHARS)
-        server = Server(db, caller, str(folder))
+        server = Server(db.database, caller, str(folder))
         server.answer({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
         assert not answer(server, "fork", {"name": "mine"})["isError"]
         assert not answer(server, "checkpoint", {"branch": "mine", "name": "cp"})["isError"]
     seen = set()
     with chronos_lite.open(folder) as db:  # a fresh process's view: nothing cached
-        server = Server(db, caller, str(folder))
+        server = Server(db.database, caller, str(folder))
         server.answer({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
         Faulty.mode = fault
         for tool, args in calls("mine"):

@@ -57,7 +57,7 @@ def test_the_owner_cant_take_or_touch_chronos_names(shop):
     # dropping a table takes its history triggers with it
     sql(shop, "create table scratch(a)")
     sql(shop, "drop table scratch")
-    assert "scratch" not in shop.tables()
+    assert "scratch" not in shop.database.tables()
     # chronos' own tables read fine
     assert shop.query("select count(*) > 0 as seen from _chronos_events") == [{"seen": 1}]
 
@@ -94,7 +94,7 @@ def _refused_as_the_owners_only(db, text: str, caller: Caller, **kw) -> None:
 
 def test_no_agent_reaches_past_the_guard_to_read_the_token_hashes(shop, tmp_path):
     shop.call("agent", action="create", name="boss", rights=["admin"])
-    boss = Caller.for_agent(shop, "boss")
+    boss = shop.as_agent("boss")
     copy, owners_copy = tmp_path / "copy.db", tmp_path / "owners.db"
     # the owner may (and prepares the statements first: SQLite's cache must not carry them)
     assert sql(shop, f"vacuum into '{owners_copy}'") == "VACUUM"
@@ -114,13 +114,15 @@ def test_no_agent_reaches_past_the_guard_to_read_the_token_hashes(shop, tmp_path
     shop.fork("w")
     _refused_as_the_owners_only(shop, f"attach '{owners_copy}' as x", boss, branch="w")
     _refused_as_the_owners_only(shop, "pragma writable_schema = 1", boss, branch="w")
-    assert [r[0] for r in shop.main.conn.execute("pragma database_list")] == [0]  # main alone
+    assert [r[0] for r in shop.database.main.conn.execute("pragma database_list")] == [
+        0
+    ]  # main alone
 
 
 def test_an_apps_trigger_chronos_fires_reads_no_hash_and_writes_none_of_chronos_tables(shop):
     shop.call("agent", action="create", name="boss", rights=["admin"])
     shop.call("agent", action="create", name="dev", rights=["read", "write_main"])
-    boss, dev = Caller.for_agent(shop, "boss"), Caller.for_agent(shop, "dev")
+    boss, dev = shop.as_agent("boss"), shop.as_agent("dev")
     sql(shop, "create table leak(x)", boss)
     sql(
         shop,

@@ -309,8 +309,8 @@ def test_retention_is_a_setting_and_moments_follow_it(shop):
 
 
 def _history_rows(db) -> int:
-    n = db.table("t")[0]
-    return db.main.conn.execute(f"select count(*) from _chronos_h_{n}").fetchone()[0]
+    n = db.database.table("t")[0]
+    return db.database.main.conn.execute(f"select count(*) from _chronos_h_{n}").fetchone()[0]
 
 
 def test_pruning_drops_expired_history_and_keeps_what_worlds_read(db):
@@ -325,12 +325,12 @@ def test_pruning_drops_expired_history_and_keeps_what_worlds_read(db):
         db.sql("update t set v = $2 where k = $1", i % 5, f"after{i}")
     before = _history_rows(db)
     future = time.time() + 8 * 86400  # everything is older than the window then
-    deleted = prune.prune(db, now=future)
+    deleted = prune.prune(db.database, now=future)
     assert deleted > 0 and _history_rows(db) == before - deleted
     assert _history_rows(db) >= 20  # main's changes since w's fork stay: w reads through them
     assert db.query("select * from t order by k", branch="w") == seen
     db.call("discard", branch="w")
-    prune.prune(db, now=future)
+    prune.prune(db.database, now=future)
     assert _history_rows(db) == 1  # the newest row of the table's history stays
 
 
@@ -353,7 +353,7 @@ def test_pruning_while_another_process_writes_loses_nothing(tmp_path):
         ]
     )
     while writer.poll() is None:
-        prune.prune(db, now=time.time() + 8 * 86400)
+        prune.prune(db.database, now=time.time() + 8 * 86400)
     assert writer.returncode == 0
     assert db.query("select count(*) as n from t") == [{"n": 300}]
     assert db.query("select length(v) as n from t where k = 1") == [{"n": 1 + 300}]

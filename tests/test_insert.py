@@ -36,7 +36,9 @@ def rows(db, sql: str, branch: str = "main") -> list[tuple]:
 
 def columns(db, table: str) -> list[tuple]:
     """(name, declared type, pk position) of a table on main."""
-    got = db.main.conn.execute(f"select name, lower(type), pk from pragma_table_info('{table}')")
+    got = db.database.main.conn.execute(
+        f"select name, lower(type), pk from pragma_table_info('{table}')"
+    )
     return [tuple(r) for r in got]
 
 
@@ -134,7 +136,7 @@ def test_pk_naming_a_column_the_file_hasnt(db, tmp_path):
     assert err.message == (
         f"pk names 'uid', which {path} has no column for; its columns: id, name, age, score"
     )
-    assert "users" not in db.tables()
+    assert "users" not in db.database.tables()
 
 
 # --- formats ------------------------------------------------------------------------------------
@@ -286,7 +288,7 @@ def test_a_bad_row_leaves_no_new_table(db, tmp_path, branch):
         f"row 3 of {path}: UNIQUE constraint failed: users.id; nothing was inserted (nor table "
         f"users created)"
     )
-    assert "users" not in db.tables_for(db.resolve(branch))
+    assert "users" not in db.database.tables_for(db.database.resolve(branch))
     path = write(tmp_path, "ok.csv", "id,name\n1,Ada\n")  # and it can be made after
     assert db.call("insert", table="users", file=str(path), branch=branch).data["created"]
 
@@ -368,7 +370,7 @@ def test_an_empty_file(shop, tmp_path):
     path = write(tmp_path, "header.csv", "name,email\n")  # a header alone: no rows either
     assert shop.call("insert", table="users", file=str(path)).data["rows"] == 0
     assert len(shop.call("history", branch="main").data["events"]) == 2  # (the two sql calls)
-    assert "fresh" not in shop.tables()
+    assert "fresh" not in shop.database.tables()
 
 
 def test_table_names_chronos_and_sqlite_keep(db, tmp_path):
@@ -477,7 +479,7 @@ def test_a_table_made_on_a_world_is_its_schema_change(db, tmp_path):
         "created table users (id integer primary key, name text, age integer, score real) on "
         "task-1 and inserted 3 rows"
     )
-    assert "users" not in db.tables()
+    assert "users" not in db.database.tables()
     assert rows(db, "select * from users order by id", "task-1") == USERS_ROWS
     diff = db.call("diff", branch="task-1")
     assert diff.data["schema"] == [
@@ -567,7 +569,7 @@ def test_python_method(db, tmp_path):
 def test_the_shell_runs_it(shop, tmp_path):
     path = write(tmp_path, "more.csv", "name,email\nBob,bob@x.org\n")
     out, err = StringIO(), StringIO()
-    shell = Shell(shop, out=out, err=err, interactive=False)
+    shell = Shell(shop.database, out=out, err=err, interactive=False)
     shell.run_input(f"\\insert users {path}")
     assert out.getvalue().strip() == "inserted 1 row into users on main"
     assert err.getvalue() == ""
@@ -646,5 +648,5 @@ def test_a_time_limit_holds_while_the_file_is_read(db, tmp_path):
         db.call("insert", caller=Caller(max_query_ms=1), table="big", file=str(path))
     assert err.value.code == "57014"
     assert err.value.message.startswith("canceling statement due to statement timeout")
-    assert "big" not in db.tables()
+    assert "big" not in db.database.tables()
     assert db.call("insert", table="big", file=str(path)).data["rows"] == 30_000

@@ -182,7 +182,7 @@ class Base(RuleBasedStateMachine):
         gone = self.subtree(world)
         if len(gone) > 1:
             self.expect_error(self.db.discard, world)  # refused: nothing is discarded
-            assert {w.name for w in self.db.worlds()} == set(self.parent)
+            assert {w.name for w in self.db.database.worlds()} == set(self.parent)
             result = self.db.discard(world, cascade=True)
         else:
             result = self.db.discard(world, cascade=data.draw(st.booleans(), label="cascade"))
@@ -201,7 +201,7 @@ class Base(RuleBasedStateMachine):
 
     @invariant()
     def every_branch_reads_as_its_model(self) -> None:
-        assert sorted(w.name for w in self.db.worlds()) == self.worlds()
+        assert sorted(w.name for w in self.db.database.worlds()) == self.worlds()
         for branch in self.branches():
             m = self.model[branch]
             if "t" in self.TABLES:

@@ -61,7 +61,7 @@ def main_rows(db) -> list[dict]:
 
 
 def branch_names(db) -> list[str]:
-    return sorted(w.name for w in db.worlds())
+    return sorted(w.name for w in db.database.worlds())
 
 
 # --- protocol versions -----------------------------------------------------------------------
@@ -202,7 +202,7 @@ async def test_safe_mode_writes_need_a_world_of_this_session(shop, folder):
         await ok(c, "branches", {})
     assert main_rows(shop) == before_main
     assert shop.query("select * from users order by id", branch="outside") == before_outside
-    assert [(w.name, w.meta) for w in shop.worlds()] == [("outside", {"by": "a person"})]
+    assert [(w.name, w.meta) for w in shop.database.worlds()] == [("outside", {"by": "a person"})]
     assert shop.query("pragma user_version") == [{"user_version": 0}]
 
 
@@ -471,5 +471,5 @@ async def test_describe_main_and_world(shop, folder):
         assert (
             "CREATE TABLE" in (await ok(c, "diff", {"branch": "w", "as_sql": True})).content[0].text
         )
-    assert sorted(shop.tables()) == ["users"]
+    assert sorted(shop.database.tables()) == ["users"]
     assert shop.query("select count(*) as n from notes", branch="w") == [{"n": 4}]

@@ -503,9 +503,9 @@ def snapshot(folder: Path) -> dict:
     with chronos_lite.open(folder) as db:
         out: dict[str, Any] = {
             "schema": db.query("select type, name, sql from sqlite_master order by name"),
-            "worlds": [(w.name, w.wid, w.parent, w.meta, w.version) for w in db.worlds()],
+            "worlds": [(w.name, w.wid, w.parent, w.meta, w.version) for w in db.database.worlds()],
         }
-        for table in sorted(db.tables()):
+        for table in sorted(db.database.tables()):
             out[table] = db.query(f"select * from {quote_ident(table)} order by rowid")
         out["w"] = db.query("select * from users order by id", branch="w")
     return out
@@ -636,7 +636,7 @@ def test_name_with_a_trailing_newline_is_refused(serve, shop):
     s.initialize()
     text = tool_error(s.call("fork", {"name": "evil\n"}))
     assert "without spaces" in text
-    assert [w.name for w in shop.worlds()] == []
+    assert [w.name for w in shop.database.worlds()] == []
 
 
 def test_limit_over_the_maximum_names_it(serve, shop):

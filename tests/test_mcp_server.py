@@ -13,7 +13,9 @@ from chronos_lite.operations.registry import Caller
 @pytest.fixture
 def server(shop):
     shop.sql("create table orders(id integer primary key, user_id int references users(id))")
-    srv = Server(shop, Caller(name="mcp", mode="safe", max_rows=MAX_ROWS), str(shop.folder))
+    srv = Server(
+        shop.database, Caller(name="mcp", mode="safe", max_rows=MAX_ROWS), str(shop.folder)
+    )
     srv.answer({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
     return srv
 

@@ -85,7 +85,7 @@ def test_merge_applies_rows_the_parent_did_not_change(team):
     team.sql("update users set name = 'Bobby' where id = 2")
     team.merge("w")
     assert names(team) == {1: "Ada L.", 2: "Bobby", 3: "Cy"}
-    assert team.worlds() == []
+    assert team.database.worlds() == []
 
 
 @pytest.mark.parametrize("theirs", ["Ada M.", "Ada L."])  # a change to the same value conflicts
@@ -101,7 +101,7 @@ def test_rows_both_changed_conflict_and_nothing_merges(team, theirs):
     assert "resolve" in err.value.message and "merge_preview" in err.value.message
     assert err.value.data[0]["id"] == "1" and err.value.data[0]["base"]["name"] == "Ada"
     assert names(team) == {1: theirs, 2: "Bob", 3: "Cy"}
-    assert [w.name for w in team.worlds()] == ["w"]
+    assert [w.name for w in team.database.worlds()] == ["w"]
 
 
 def test_resolve_ours_and_theirs(team):
@@ -181,7 +181,7 @@ def test_only_tables_and_into_another_branch(team):
     team.merge("x", only_tables=["notes"], into="target")
     assert team.query("select body from notes", branch="target") == [{"body": "n"}]
     assert names(team, "target")[1] == "Ada"
-    assert "x" in [w.name for w in team.worlds()]
+    assert "x" in [w.name for w in team.database.worlds()]
 
 
 def test_merging_a_nested_world_goes_into_its_parent(team):
@@ -257,7 +257,7 @@ def test_merge_through_the_cli_with_options(tmp_path):
     assert app.execute("select name from users order by id").fetchall() == [("T",), ("T",)]
     app.close()
     reopened = chronos_lite.open(db)
-    assert reopened.worlds() == []
+    assert reopened.database.worlds() == []
     reopened.close()
 
 
@@ -282,7 +282,7 @@ def test_system_tables_in_sql(team):
 def test_an_interrupted_merge_is_flagged_until_confirmed(team):
     team.sql("update users set name = 'W' where id = 1", branch="w")
     # what a merge leaves behind when its process dies before its commit
-    team.main.conn.execute("update _chronos_worlds set merging = 1.0 where name = 'w'")
+    team.database.main.conn.execute("update _chronos_worlds set merging = 1.0 where name = 'w'")
     with pytest.raises(ChronosError, match="was interrupted.*confirm=true"):
         team.call("merge", branch="w")
     assert names(team)[1] == "Ada"

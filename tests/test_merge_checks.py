@@ -9,7 +9,7 @@ import pytest
 from conftest import file_dump
 from mcp_lines import Server, tool_error
 
-from chronos_lite import Caller, ChronosError
+from chronos_lite import ChronosError
 
 KEEP = "select id from lists where id not in (select list from leads)"
 
@@ -39,7 +39,7 @@ def test_two_changes_fine_alone_are_refused_together(crm, folder):
         "merging b breaks merge check keep, which finds (id = 1); nothing was merged",
     )
     assert file_dump(folder) == before  # nothing half-merged; b is still open
-    assert [w.name for w in crm.worlds()] == ["b"]
+    assert [w.name for w in crm.database.worlds()] == ["b"]
 
 
 def test_a_merge_that_touches_none_of_its_tables_doesnt_run_it(crm):
@@ -128,7 +128,7 @@ def test_listing_replacing_and_dropping(crm):
 def test_an_agent_sets_checks_only_as_admin(crm):
     crm.call("agent", action="create", name="bot", rights=["read", "fork", "write_own"])
     crm.call("agent", action="create", name="boss", rights=["admin"])
-    bot, boss = Caller.for_agent(crm, "bot"), Caller.for_agent(crm, "boss")
+    bot, boss = crm.as_agent("bot"), crm.as_agent("boss")
     with pytest.raises(ChronosError, match="agent bot can't run set_merge_check"):
         crm.call("set_merge_check", caller=bot, name="x", query="select 1 where 0")
     with pytest.raises(ChronosError, match="that needs admin"):

@@ -177,10 +177,10 @@ def check_after_kill(folder: Path, p: Prepared, label: str) -> str:
     try:
         # through chronos' own connection: a stdlib sqlite3 connection closed in this process
         # would delete the WAL under it (two SQLite libraries; see docs/storage.md)
-        check = db.main.conn.execute("pragma integrity_check").fetchall()
+        check = db.database.main.conn.execute("pragma integrity_check").fetchall()
         assert check == [("ok",)], (label, check)
         state = dump(db, p.parent)
-        open_worlds = {w.name for w in db.worlds()}
+        open_worlds = {w.name for w in db.database.worlds()}
         assert diff_of(db, p.bystander) == p.bystander_diff, label
         if p.parent != "main":
             assert dump(db, "main") == p.main, f"{label}: main moved"
@@ -199,7 +199,7 @@ def check_after_kill(folder: Path, p: Prepared, label: str) -> str:
             outcome = "none, flagged"
             db.call("merge", branch=p.world, confirm=True)
         assert dump(db, p.parent) == p.after, f"{label}: the merge after the kill"
-        assert p.world not in {w.name for w in db.worlds()}, label
+        assert p.world not in {w.name for w in db.database.worlds()}, label
         assert diff_of(db, p.bystander) == p.bystander_diff, label
         return outcome
     finally:

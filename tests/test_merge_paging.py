@@ -116,7 +116,7 @@ def _passing_deadline(monkeypatch, db, after: int) -> list[int]:
     def counting(self):
         count[0] += 1
         if count[0] == after:
-            db.bounds.deadline = 0.0
+            db.database.bounds.deadline = 0.0
         made(self)
 
     monkeypatch.setattr(changes.Change, "__post_init__", counting)

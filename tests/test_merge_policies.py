@@ -33,7 +33,7 @@ def crm(db):
 
 
 def bot(db) -> Caller:
-    return Caller.for_agent(db, "bot")
+    return db.as_agent("bot")
 
 
 def policy(db, **rules) -> None:
@@ -152,7 +152,7 @@ def test_max_age_and_overwrite(crm):
     bot_world(crm, "young", "update leads set status = 'won' where id = 1")
     lands(crm, "young")
     bot_world(crm, "old", "update leads set status = 'lost' where id = 2")
-    with crm.write(crm.main.conn) as conn:  # (forked two hours ago)
+    with crm.database.write(crm.database.main.conn) as conn:  # (forked two hours ago)
         conn.execute(
             "update _chronos_worlds set created = ? where name = 'old'", (time.time() - 7200,)
         )
@@ -284,7 +284,7 @@ def test_reviews_then_a_person_approves_at_the_version_read(crm):
     with pytest.raises(ChronosError) as stale:
         crm.sql(f"merge world bot-2 at version {version}")
     assert stale.value.code == "40001"
-    now = crm.world("bot-2").version
+    now = crm.database.world("bot-2").version
     assert crm.call("merge", branch="bot-2", version=now).text.startswith("merged 4 changes")
     assert crm.call("reviews").data["reviews"] == []
 
@@ -292,7 +292,7 @@ def test_reviews_then_a_person_approves_at_the_version_read(crm):
 def test_a_policys_reviewer_decides_first(crm):
     crm.call("agent", action="create", name="lead", rights=["read"])
     policy(crm, max_rows=1, reviewer="lead")
-    lead = Caller.for_agent(crm, "lead")
+    lead = crm.as_agent("lead")
     bot_world(crm, "a", "update leads set status = 'won' where id in (1, 2)")
     held(crm, "a")
     with pytest.raises(ChronosError, match="agent bot can't review a: it is its own world"):
@@ -417,7 +417,7 @@ def test_a_reviewer_cant_confirm_deletes_over_the_line(crm):
     bot_world(crm, "d", "delete from leads where id = 4")
     assert "over confirm_deletes_over, 0" in held(crm, "d")
     with pytest.raises(ChronosError, match="a reviewer can't confirm that; a person merges it"):
-        lead = Caller.for_agent(crm, "lead")
+        lead = crm.as_agent("lead")
         crm.call("review", lead, branch="d", verdict="approve", reason="ok")
     assert crm.call("merge", branch="d", confirm_deletes=1).text.startswith("merged 1 change")
 

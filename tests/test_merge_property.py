@@ -527,7 +527,7 @@ class MergeMachine(RuleBasedStateMachine):
 
     @invariant()
     def every_branch_reads_as_its_model(self) -> None:
-        assert sorted(w.name for w in self.db.worlds()) == sorted(self.worlds)
+        assert sorted(w.name for w in self.db.database.worlds()) == sorted(self.worlds)
         for branch in self.branches():
             for table, cols in TABLES.items():
                 got = [
@@ -668,6 +668,6 @@ def test_a_unique_violation_only_the_combination_causes_changes_nothing(
         assert info.value.code == "23505", info.value
         after = {b: db.query("select * from u order by id", branch=b) for b in (parent, "w")}
         assert after == before
-        assert "w" in {w.name for w in db.worlds()}
+        assert "w" in {w.name for w in db.database.worlds()}
     finally:
         db.close()

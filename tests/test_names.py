@@ -252,13 +252,13 @@ def test_bad_branch_names_are_refused_by_the_cli_and_mcp_and_nothing_is_made(db,
             assert said in text, (name, text)
     finally:
         s.kill()
-    assert _worlds_in_file(folder) == [] and db.worlds() == []
+    assert _worlds_in_file(folder) == [] and db.database.worlds() == []
 
 
 def test_a_name_is_at_most_128_characters(db):
     with pytest.raises(ChronosError, match="is 129 characters, more than 128"):
         db.fork("x" * 129)
-    assert db.worlds() == []
+    assert db.database.worlds() == []
     assert db.fork("x" * 128).name == "x" * 128
     for name in ("task-1", "feature/x.2", "задача", "δοκιμή", "日本語のタスク", "café", "v1:rc"):
         assert db.fork(name).name == name
@@ -277,7 +277,7 @@ def test_a_lookalike_of_main_or_of_a_branch_is_refused(db, folder):
         assert err.value.code == "55006"
         out = run_cli(folder, "fork", name, check=False)
         assert f"reads like the branch '{like}'" in out.stderr, out.stderr
-    assert [w.name for w in db.worlds()] == ["cop"]
+    assert [w.name for w in db.database.worlds()] == ["cop"]
     db.discard("cop")
     assert db.fork("COP").name == "COP"  # (a name is free again once its branch is gone)
 
@@ -298,7 +298,9 @@ def test_an_agent_policy_check_or_checkpoint_name_keeps_the_rule(db, name):
     assert db.call("agent", action="list").data["agents"] == []
     assert db.call("merge_policies").data["policies"] == []
     assert db.call("merge_checks").data["checks"] == []
-    assert db.main.conn.execute("select count(*) from _chronos_checkpoints").fetchall() == [(0,)]
+    assert db.database.main.conn.execute(
+        "select count(*) from _chronos_checkpoints"
+    ).fetchall() == [(0,)]
 
 
 def test_what_a_person_reads_escapes_a_name_an_old_version_let_in(db, folder):

@@ -37,7 +37,7 @@ def test_the_api_refuses_what_the_tools_refuse_with_the_same_words(db):
     assert refusal(lambda: db.discard("no such")) == refusal(
         lambda: db.call("discard", branch="no such")
     )
-    assert not db.worlds()  # nothing was forked by the refused calls
+    assert not db.database.worlds()  # nothing was forked by the refused calls
 
 
 WRITES_ON = {

@@ -144,7 +144,7 @@ def test_every_schema_file_is_an_operation():
 )
 def test_validation_says_how_to_fix_the_call(shop, name, args, message):
     with pytest.raises(ChronosError) as err:
-        REGISTRY.call(shop, name, args)
+        REGISTRY.call(shop.database, name, args)
     assert err.value.code == "22023"
     assert message in err.value.message
 

@@ -397,8 +397,12 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
         db.call("agent", action="create", name="coder", rights=["read", "fork", "write_own"])
         db.call("set_merge_check", name="keep", query="select id from users where name = ''")
         db.call("set_merge_policy", name="small", rules={"max_rows": 0}, agents=["bot"])
-        with db.write(db.main.conn) as conn:  # (outside waits for a person: no reviewer)
-            reviews.queue(conn, db.world("outside").id, "bot", "small", ["it changes 2 rows"], 2)
+        with db.database.write(
+            db.database.main.conn
+        ) as conn:  # (outside waits for a person: no reviewer)
+            reviews.queue(
+                conn, db.database.world("outside").id, "bot", "small", ["it changes 2 rows"], 2
+            )
     flags = ("--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
     server = Server(folder, *MODES[request.param], *flags)
     try:

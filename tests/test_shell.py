@@ -136,7 +136,7 @@ class Terminal:
 
 @pytest.fixture
 def term(shop, folder, tmp_path) -> Terminal:
-    return Terminal(shop, folder, tmp_path / "history")
+    return Terminal(shop.database, folder, tmp_path / "history")
 
 
 def names(db: chronos_lite.Chronos, branch: str = "main") -> list[str]:
@@ -201,7 +201,7 @@ def test_the_issues_session(term, shop):
     assert selected == " name\n--------\n Ada L.\n(1 row)\n"
     assert term.prompts == ["main=> ", "task-1=> ", "main=> "]
     assert names(shop) == ["Ada L."]
-    assert [w.name for w in shop.worlds()] == []
+    assert [w.name for w in shop.database.worlds()] == []
 
 
 def test_merge_at_a_version_the_world_has_left_is_refused(term, shop):
@@ -227,7 +227,7 @@ def test_a_person_reviews_and_approves_an_agents_held_merge_in_the_shell(term, s
     shop.call("agent", action="create", name="bot", rights=rights)
     shop.sql("CREATE MERGE POLICY small WITH (max_rows = 0)")
     shop.sql("ALTER AGENT bot SET (policy = small)")
-    bot = chronos_lite.Caller.for_agent(shop, "bot")
+    bot = shop.as_agent("bot")
     shop.call("fork", bot, name="bot-1")
     shop.call("sql", bot, branch="bot-1", sql="update users set name = 'Ada B.'")
     with pytest.raises(chronos_lite.ChronosError, match="it's queued"):
@@ -273,7 +273,7 @@ def test_completion_of_tables_columns_worlds_commands_and_keywords(shop):
     shop.sql("create table orders(id integer primary key, user_id integer, total real)")
     shop.fork("task-1")
     shop.fork("tally")
-    complete = completer(Shell(shop, out=StringIO(), err=StringIO(), interactive=True))
+    complete = completer(Shell(shop.database, out=StringIO(), err=StringIO(), interactive=True))
     assert complete("select * from us") == ["users"]
     assert complete("select * from users u join or") == ["orders"]
     assert complete("insert into o") == ["orders"]
@@ -300,7 +300,7 @@ def test_completion_of_tables_columns_worlds_commands_and_keywords(shop):
 
 def test_completion_follows_the_schema_and_the_branch(shop):
     shop.fork("task-1")
-    shell = Shell(shop, out=StringIO(), err=StringIO(), interactive=True)
+    shell = Shell(shop.database, out=StringIO(), err=StringIO(), interactive=True)
     tables = completer(shell)
 
     assert tables("select * from no") == []
@@ -459,7 +459,7 @@ def test_help_lists_the_commands_and_every_operation(term):
 
 def test_every_operation_is_a_backslash_command(shop):
     out, err = StringIO(), StringIO()
-    shell = Shell(shop, out=out, err=err, interactive=True)
+    shell = Shell(shop.database, out=out, err=err, interactive=True)
     for op in REGISTRY:
         word = op.name.replace("_", "-")
         shell.run_input(f"\\{word}")  # most need arguments: the registry says which
@@ -491,9 +491,9 @@ def test_an_operation_shows_the_same_text_as_the_mcp_tool(shop, command, op, arg
     shop.fork("task-1", meta={"task": "fix names"})
     shop.sql("update users set name = 'Ada L.' where id = 1", branch="task-1")
     out, err = StringIO(), StringIO()
-    shell = Shell(shop, out=out, err=err, interactive=True)
+    shell = Shell(shop.database, out=out, err=err, interactive=True)
     assert shell.run_input(command), err.getvalue()
-    assert out.getvalue() == REGISTRY.call(shop, op, args).text + "\n"
+    assert out.getvalue() == REGISTRY.call(shop.database, op, args).text + "\n"
 
 
 def test_d_diff_and_worlds_in_the_prompt(term, shop):
@@ -714,7 +714,7 @@ def test_a_failing_statement_in_a_script_rolls_the_whole_transaction_back(shop):
 
 def test_begin_with_nonsense_after_it_is_an_error(shop):
     out, err = StringIO(), StringIO()
-    shell = Shell(shop, out=out, err=err)
+    shell = Shell(shop.database, out=out, err=err)
     assert not shell.run_input("\\sql 'BEGIN nonsense here'")
     assert "syntax error" in err.getvalue()
 
@@ -776,7 +776,7 @@ def test_finishing_a_nested_world_goes_back_to_its_parent(term, shop):
 
 def test_shell_started_on_a_world(shop, folder, tmp_path):
     shop.fork("task-1")
-    term = Terminal(shop, folder, tmp_path / "history", branch="task-1")
+    term = Terminal(shop.database, folder, tmp_path / "history", branch="task-1")
     assert term.run(typed("\\c", "update users set name = 'A.';", "\\q")) == 0
     assert "branch task-1." in term.out.getvalue().split("\n", 1)[0]
     assert term.out.getvalue().split("\n", 1)[1] == "on task-1\nUPDATE 1\n"
@@ -815,7 +815,7 @@ def test_the_config_applies_to_interactive_shells(xdg, shop, folder, tmp_path):
     assert settings.problems == []
     assert settings.pager is None
     assert settings.startup == ["\\timing off", "select count(*) as n from users;"]
-    term = Terminal(shop, folder, config.history_path(), settings=settings)
+    term = Terminal(shop.database, folder, config.history_path(), settings=settings)
     assert (term.shell.format, term.shell.expanded, term.shell.timing) == ("json", "on", True)
     keys = typed("\\timing on", "select name from users;", "\\q")
     assert term.run(keys, startup=tuple(settings.startup)) == 0
@@ -825,7 +825,7 @@ def test_the_config_applies_to_interactive_shells(xdg, shop, folder, tmp_path):
         r"Timing is off\.\nTiming is on\.\nTime: \d+\.\d{3} ms\n", term.err.getvalue()
     )
     # a script's output doesn't depend on the config
-    script = Shell(shop, out=StringIO(), settings=settings)
+    script = Shell(shop.database, out=StringIO(), settings=settings)
     assert (script.format, script.expanded, script.timing) == ("aligned", "off", False)
     proc = run_cli(folder, "-c", "select name from users")
     assert proc.stdout == ADA and proc.stderr == ""
@@ -833,7 +833,7 @@ def test_the_config_applies_to_interactive_shells(xdg, shop, folder, tmp_path):
 
 def test_expanded_from_the_config(xdg, shop, folder, tmp_path):
     xdg.write_text('expanded = "on"\n')
-    term = Terminal(shop, folder, tmp_path / "history", settings=config.load())
+    term = Terminal(shop.database, folder, tmp_path / "history", settings=config.load())
     assert term.run(typed("select name from users;", "\\q")) == 0
     assert term.out.getvalue().endswith("-[ RECORD 1 ]+----\nname | Ada\n")
 
@@ -847,7 +847,7 @@ def test_a_bad_setting_is_reported_and_the_shell_still_starts(xdg, shop, folder,
         f"{xdg}: unknown setting 'colour' (settings: pager, format, expanded, timing, startup)",
     ]
     assert (settings.format, settings.timing, settings.expanded) == ("aligned", False, "auto")
-    term = Terminal(shop, folder, tmp_path / "history", settings=settings)
+    term = Terminal(shop.database, folder, tmp_path / "history", settings=settings)
     assert term.run(typed("select name from users;", "\\q")) == 0
     assert ADA in term.out.getvalue()
     proc = run_cli(folder, "-c", "select name from users")
@@ -869,7 +869,7 @@ def test_a_config_file_that_is_not_toml(xdg, shop):
 def test_the_history_file_is_written(xdg, shop, folder):
     path = config.history_path()
     for keys in (typed("select 41 as answer;", "\\q"), typed("select", "42 as answer;", "\\q")):
-        term = Terminal(shop, folder, path)
+        term = Terminal(shop.database, folder, path)
         assert term.run(keys) == 0
     assert path.is_file()
     assert list(FileHistory(str(path)).load_history_strings()) == [
@@ -1009,7 +1009,7 @@ def test_a_missing_branch(shop):
 
 def test_backslash_command_in_c(shop):
     proc = run_cli(shop.folder, "-c", "\\d users")
-    assert proc.stdout == REGISTRY.call(shop, "describe", {"table": "users"}).text + "\n"
+    assert proc.stdout == REGISTRY.call(shop.database, "describe", {"table": "users"}).text + "\n"
     proc = run_cli(shop.folder, "-c", "\\nope", check=False)
     assert proc.returncode == 1
     assert proc.stderr == "ERROR: unknown command \\nope; \\? lists the commands\n"
@@ -1018,7 +1018,9 @@ def test_backslash_command_in_c(shop):
 def test_a_result_wider_than_the_screen_is_shown_as_records(shop, monkeypatch):
     monkeypatch.setenv("COLUMNS", "40")
     out, err = StringIO(), StringIO()
-    shell = Shell(shop, out=out, err=err, settings=config.Settings(pager=None), interactive=True)
+    shell = Shell(
+        shop.database, out=out, err=err, settings=config.Settings(pager=None), interactive=True
+    )
     assert shell.expanded == "auto"  # the default
     assert shell.run_input("select 'a' as short;")
     assert out.getvalue() == " short\n-------\n a\n(1 row)\n"
@@ -1091,9 +1093,9 @@ def test_json_and_csv_stdout_hold_only_their_format(shop):
 
 def test_fork_in_the_shell_forks_from_the_shells_branch(shop):
     shop.fork("a")
-    shell = Shell(shop, "a", out=StringIO(), err=StringIO())
+    shell = Shell(shop.database, "a", out=StringIO(), err=StringIO())
     assert shell.run_input("\\fork b") and shell.run_input("FORK WORLD c;")
-    assert shop.world("b").parent == "a" and shop.world("c").parent == "a"
+    assert shop.database.world("b").parent == "a" and shop.database.world("c").parent == "a"
 
 
 def test_a_failing_transaction_in_a_file_names_its_statements_line(shop, tmp_path):

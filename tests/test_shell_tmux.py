@@ -120,6 +120,6 @@ def test_the_shell_in_a_terminal(folder: Path, tmp_path: Path):
 
     with chronos_lite.open(folder) as db:
         assert db.query("select name from users") == [{"name": "Ada L."}]
-        assert db.worlds() == []
+        assert db.database.worlds() == []
     history = (tmp_path / "state" / "chronos" / "history").read_text()
     assert "\n+MERGE WORLD task-1;\n" in history

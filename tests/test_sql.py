@@ -97,7 +97,7 @@ def test_chronos_own_tables_are_readable(shop):
 
 def test_writes_to_main_are_versioned_in_history(shop):
     shop.sql("update users set name = 'Ada2' where id = 1")
-    images = shop.main.conn.execute(
+    images = shop.database.main.conn.execute(
         "select _chronos_op, name from _chronos_h_1 order by _chronos_seq"
     ).fetchall()
     assert images == [(0, None), (1, "Ada")]
@@ -115,7 +115,7 @@ def test_chronos_own_tables_cannot_be_changed_with_sql(shop, branch):
         with pytest.raises(ChronosError, match="chronos' own tables|runs on main") as err:
             shop.sql(stmt, branch=branch)
         assert err.value.code == "42501"
-    assert [w.name for w in shop.worlds()] == ["w"]
+    assert [w.name for w in shop.database.worlds()] == ["w"]
     shop.sql("update users set name = 'still works' where id = 1", branch=branch)
 
 
@@ -126,7 +126,7 @@ def test_returning_on_a_world_moves_the_version_and_reads_dont(shop):
     shop.sql("select * from users", branch="w")
     out = shop.sql("delete from users where id = 1 returning name", branch="w")
     assert out.results[0].rows == [("X",)]
-    assert shop.world("w").version == 2
+    assert shop.database.world("w").version == 2
 
 
 def test_a_world_cannot_write_mains_tables_by_qualified_name(shop):
@@ -148,11 +148,11 @@ def test_a_world_cannot_write_mains_tables_by_qualified_name(shop):
 def test_a_call_whose_own_transaction_rolls_back_records_nothing(shop, branch):
     shop.fork("w")
     before = shop.call("history", branch=branch).data["events"]
-    version = shop.world("w").version
+    version = shop.database.world("w").version
     sql = "begin; insert into users(name) values ('x'); select count(*) from users; rollback"
     assert shop.sql(sql, branch=branch).results[-1].tag == "ROLLBACK"
     assert shop.call("history", branch=branch).data["events"] == before
-    assert shop.world("w").version == version
+    assert shop.database.world("w").version == version
     shop.sql("begin; insert into users(name) values ('y'); commit", branch=branch)
     event = shop.call("history", branch=branch).data["events"][0]
     assert (event["event"], event["rows"]) == ("write", 1)  # BEGIN and COMMIT write no rows

@@ -664,12 +664,12 @@ def test_fork_world(shop):
     text = tag(shop, "FORK WORLD task-1 WITH (task = 'fix names', n = 3, f = -1.5, ok = true)")
     assert text.startswith("created branch task-1 (world id w")
     assert text.endswith('from main; pass branch="task-1" to work on it')
-    world = shop.world("task-1")
+    world = shop.database.world("task-1")
     assert world.meta == {"task": "fix names", "n": 3, "f": -1.5, "ok": True}
     assert world.parent == "main" and world.owner == "owner"
     shop.sql("update users set name = 'T' where id = 1", branch="task-1")
     assert tag(shop, 'FORK WORLD "sub" FROM task-1').startswith("created branch sub")
-    assert shop.world("sub").parent == "task-1"
+    assert shop.database.world("sub").parent == "task-1"
     assert names(shop, "sub") == ["T"] and names(shop) == ["Ada"]
 
 
@@ -684,7 +684,7 @@ def test_fork_world_from_a_moment(shop):
 
 def test_fork_world_runs_as_its_caller(shop):
     shop.call("sql", caller=Caller(name="bot"), sql="FORK WORLD b")
-    assert shop.world("b").owner == "bot"
+    assert shop.database.world("b").owner == "bot"
 
 
 def test_fork_world_refused_by_the_registry(shop):
@@ -835,7 +835,7 @@ def test_show_worlds_is_a_table(shop):
     assert result.tag == ""
     main, w = result.rows
     assert main == ("main", None, None, None, None, None, None)
-    assert w == ("w", shop.world("w").wid, "main", 1, 1, "owner", '{"task": "x"}')
+    assert w == ("w", shop.database.world("w").wid, "main", 1, 1, "owner", '{"task": "x"}')
     assert shop.sql("show worlds;", branch="w").results[0].rows == result.rows
     reply = shop.call("sql", sql="SHOW WORLDS")
     assert reply.text.splitlines()[0].split("|")[0].strip() == "name"
@@ -1059,4 +1059,4 @@ def test_fork_world_forks_from_the_branch_it_runs_on(shop):
     assert parse("FORK WORLD b FROM main", "a") == ("fork", {"name": "b", "from": "main"})
     shop.fork("a")
     shop.sql("FORK WORLD b", branch="a")
-    assert shop.world("b").parent == "a"
+    assert shop.database.world("b").parent == "a"

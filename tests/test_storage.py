@@ -25,7 +25,7 @@ def test_shared_counters_never_collide(db, declared):
     db.fork("b")
     db.sql("insert into t(v) values ('a-1'), ('a-2')", branch="a")
     db.sql("insert into t(v) values ('b-1')", branch="b")
-    app = sqlite3.connect(db.path)
+    app = sqlite3.connect(db.database.path)
     app.execute("insert into t(v) values ('app-1')")
     app.commit()
     ids = {}
@@ -45,7 +45,7 @@ def test_explicit_ids_in_worlds_move_the_counter(db):
     db.sql("create table t(id integer primary key, v text)")
     db.fork("a")
     db.sql("insert into t(id, v) values (100, 'a')", branch="a")
-    app = sqlite3.connect(db.path)
+    app = sqlite3.connect(db.database.path)
     cur = app.execute("insert into t(v) values ('app')")
     app.commit()
     assert cur.lastrowid > 100
@@ -92,7 +92,7 @@ def test_schema_changes_by_any_client_are_followed(db):
     db.sql("create table t(id integer primary key, a text)")
     db.sql("insert into t(a) values ('x')")
     db.fork("w")
-    app = sqlite3.connect(db.path)
+    app = sqlite3.connect(db.database.path)
     app.execute("create table fresh(id integer primary key, v text)")
     app.execute("alter table t add column b int default 7")
     app.commit()
@@ -109,7 +109,7 @@ def test_schema_changes_by_any_client_are_followed(db):
     db.sql("alter table t2 drop column b")
     assert db.query("select * from t2") == [{"id": 1, "aa": "main"}]
     db.sql("drop table fresh")
-    assert "fresh" not in db.tables()
+    assert "fresh" not in db.database.tables()
 
 
 def test_sqlite_rules_hold_in_worlds(db):
@@ -170,7 +170,7 @@ def test_a_program_s_temp_objects_last_as_on_its_own_connection(shop):
     shop.sql("create index users_name on users(name)", branch="w")
     assert shop.sql("select b from twice", branch="w").results[-1].rows == [(2,)]
     assert shop.query("select name from sqlite_schema where name = 'twice'") == []
-    shop.keep_temp = False  # as MCP has it: each call its own session
+    shop.database.keep_temp = False  # as MCP has it: each call its own session
     shop.sql("create temp table other(a)", branch="w")
     with pytest.raises(ChronosError, match="no such table: other"):
         shop.sql("select * from other", branch="w")
@@ -197,7 +197,7 @@ def test_insert_returning_on_a_world_sees_allocated_keys_and_defaults(db):
     assert out.results[0].rows == [(20, 1)]
     out = db.sql("insert into notes as nn(body) values ('hi') returning nn.body, nn.at", branch="w")
     assert out.results[0].rows == [("hi", "now")]
-    assert db.world("w").version == 4
+    assert db.database.world("w").version == 4
     assert db.query("select count(*) as c from u") == [{"c": 0}]
 
 
@@ -249,7 +249,7 @@ def test_a_column_added_on_main_reads_its_default_in_changed_rows_too(db):
     db.fork("w")
     db.sql("update t set a = 'changed' where id = 1", branch="w")
     db.sql("update t set a = 'main' where id = 2")
-    app = sqlite3.connect(db.path)
+    app = sqlite3.connect(db.database.path)
     app.execute("alter table t add column tier text default 'free'")
     app.commit()
     app.close()

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
 
 import chronos_lite
-from chronos_lite import REGISTRY, Caller, ChronosError
+from chronos_lite import REGISTRY, ChronosError
 
 EXAMPLES = int(os.environ.get("CHRONOS_TRUST_FUZZ_EXAMPLES", "250"))
 STDIO_EXAMPLES = max(5, EXAMPLES // 25)
@@ -315,8 +315,8 @@ class Run:
 
     def __init__(self, folder: Path, db: Any, cfg: dict, server: Server | None) -> None:
         self.folder, self.db, self.server = folder, db, server
-        self.lead = Caller.for_agent(db, "lead")
-        self.bot = Caller.for_agent(db, "bot")
+        self.lead = db.as_agent("lead")
+        self.bot = db.as_agent("bot")
         self.production = cfg["production"]
         self.checked = cfg["check"] is not None  # a merge check is set
         policies = db.call("merge_policies").data["policies"]

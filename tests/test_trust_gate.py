@@ -30,7 +30,7 @@ def main_rows(db) -> list[tuple]:
 
 
 def as_agent(db, name: str = "bot") -> Caller:
-    return Caller.for_agent(db, name)
+    return Caller.for_agent(db.database, name)
 
 
 def refused(db, op: str, caller: Caller, match: str, **args) -> None:

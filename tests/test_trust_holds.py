@@ -25,7 +25,7 @@ def crm(db):
 
 
 def bot(db) -> Caller:
-    return Caller.for_agent(db, "bot")
+    return db.as_agent("bot")
 
 
 def policy(db, **rules) -> None:
@@ -293,14 +293,14 @@ def test_a_tenant_condition_that_selects_every_row_is_not_a_scope(crm, tenant):
     with pytest.raises(ChronosError, match="selects every row") as info:
         crm.call("fork", bot(crm), name="w", meta={"tenant": tenant})
     assert info.value.code == "42501"
-    assert [w.name for w in crm.worlds()] == []
+    assert [w.name for w in crm.database.worlds()] == []
     bot_world(crm, "ok", meta={"tenant": "id = 1"})
     with pytest.raises(ChronosError, match="selects every row"):
         crm.call("set_meta", bot(crm), branch="ok", meta={"tenant": tenant})
     bot_world(crm, "both", meta={"may_change": "users", "tenant": tenant})  # (may_change scopes)
     with pytest.raises(ChronosError, match="selects every row"):
         crm.call("set_meta", bot(crm), branch="both", meta={"may_change": None})
-    assert crm.world("both").meta == {"may_change": "users", "tenant": tenant}
+    assert crm.database.world("both").meta == {"may_change": "users", "tenant": tenant}
 
 
 @pytest.mark.parametrize("tenant", ["id = ?", "id = ?1", "id = :id", "id = @id", "id = $id"])
@@ -308,13 +308,13 @@ def test_a_tenant_with_a_parameter_is_refused_at_fork(crm, tenant):
     with pytest.raises(ChronosError, match="has a parameter") as info:
         crm.call("fork", name="q", meta={"tenant": tenant})
     assert info.value.code == "22023"
-    assert crm.worlds() == []
+    assert crm.database.worlds() == []
     assert crm.call("fork", name="s", meta={"tenant": "name = ':id'"})  # (a string holds one)
 
 
 def test_a_tenant_with_a_parameter_is_refused_at_merge_not_a_crash(crm):
     crm.call("fork", name="q")
-    with crm.write() as conn:  # (as a file an older version wrote)
+    with crm.database.write() as conn:  # (as a file an older version wrote)
         conn.execute("""update _chronos_worlds set meta = '{"tenant": "id = ?"}'""")
     crm.sql("update users set name = 'q' where id = 1", branch="q")
     with pytest.raises(ChronosError, match="has a parameter") as info:
@@ -331,4 +331,4 @@ def test_a_tenant_is_judged_after_a_world_changed_the_shadow_tables(crm):
     policy(crm, require_scope=True, schema=True)
     bot_world(crm, "a", "alter table users add column extra int", meta={"tenant": "id = 1"})
     bot_world(crm, "t", meta={"tenant": "id = 2"})
-    assert crm.world("t").meta == {"tenant": "id = 2"}
+    assert crm.database.world("t").meta == {"tenant": "id = 2"}

@@ -67,7 +67,7 @@ def test_only_a_whole_tables_count_on_a_changed_table_is_rewritten(tmp_path):
     db.sql("insert into t(v) values (1)")
     db.fork("w")
     db.sql("insert into t(v) values (2)", branch="w")
-    session = db.session("w")
+    session = db.database.session("w")
     rewritten = worldrun.counted(session, "select count(*) from t")
     assert rewritten.startswith("SELECT (SELECT count(*) FROM main.")
     for kept in (

@@ -125,7 +125,7 @@ def test_a_damaged_copy_of_a_world_s_index_is_said_so_and_rebuilt(app):
     (issue 23, finding 14: it was "the database file is corrupt, restore it from a backup"):
     the call says so, and the next call finds the copy rebuilt from the world's rows."""
     app.sql("update docs set title = 'hello there' where id = 2", branch="w")
-    conn = app.session("w").conn  # (the world's connection: its copy of docs_fts, damaged)
+    conn = app.database.session("w").conn  # (the world's connection: its copy of docs_fts, damaged)
     conn.execute("update temp.docs_fts_data set block = randomblob(length(block)) where id > 10")
     match = "select rowid from docs_fts where docs_fts match 'hello' order by rowid"
     with pytest.raises(ChronosError) as exc:

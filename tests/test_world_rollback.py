@@ -13,8 +13,6 @@ from __future__ import annotations
 import pytest
 from mcp_lines import Server, tool_error
 
-from chronos_lite import Caller
-
 DEV = ["read", "fork", "write_own", "write_main", "merge_own"]
 
 
@@ -63,7 +61,7 @@ def test_a_failed_insert_leaves_the_table_usable_through_the_mcp_server(logged, 
     ],
 )
 def test_the_same_call_goes_on_after_its_own_rollback(logged, undo):
-    bot = Caller.for_agent(logged, "bot")
+    bot = logged.as_agent("bot")
     logged.call("fork", caller=bot, name="w")
     script = f"{undo}; insert into log values (3, 'after'); select id, what from log order by id"
     reply = logged.call("sql", caller=bot, branch="w", sql=script)

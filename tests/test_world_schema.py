@@ -94,7 +94,7 @@ def test_drop_table_on_a_world(shop):
     assert shop.query("select count(*) as n from logs") == [{"n": 1}]
     shop.sql("drop table if exists logs", branch="w")  # already gone there: nothing to do
     shop.call("merge", branch="w")
-    assert "logs" not in shop.tables()
+    assert "logs" not in shop.database.tables()
 
 
 def test_dropping_a_table_main_changed_since_conflicts(shop):
@@ -263,16 +263,16 @@ def test_schema_changes_move_the_version_and_dropped_rows_count_as_deletes(shop)
     shop.sql("create table logs(id integer primary key, msg text)")
     shop.sql("insert into logs(msg) values ('a'), ('b')")
     shop.fork("w")
-    before = shop.world("w").version
+    before = shop.database.world("w").version
     shop.sql("drop table logs", branch="w")
-    assert shop.world("w").version == before + 1
+    assert shop.database.world("w").version == before + 1
     with pytest.raises(ChronosError, match="is at version"):
         shop.call("merge", branch="w", version=before)
     assert "It deletes 2 rows (confirm_deletes=2)" in shop.call("merge_preview", branch="w").text
     with pytest.raises(ChronosError, match="confirm_deletes is 0, but merging w deletes 2 rows"):
         shop.call("merge", branch="w", confirm_deletes=0)
     shop.call("merge", branch="w", confirm_deletes=2)
-    assert "logs" not in shop.tables()
+    assert "logs" not in shop.database.tables()
 
 
 def test_diff_to_names_tables_whose_columns_differ(shop):
@@ -421,7 +421,7 @@ def test_a_world_whose_schema_no_longer_fits_mains_says_so_and_can_be_discarded(
     assert "duplicate column name: extra" in str(info.value)
     assert db.query("select * from items") == [{"id": 1, "qty": 5, "note": "n", "extra": None}]
     db.call("discard", branch="w1")
-    assert [w.name for w in db.worlds()] == []
+    assert [w.name for w in db.database.worlds()] == []
 
 
 def test_a_merged_drop_column_then_add_column_is_no_rename(db):
@@ -443,10 +443,14 @@ def test_a_merged_drop_column_then_add_column_is_no_rename(db):
         {"id": 1, "name": "a", "extra": 6},
         {"id": 2, "name": "b", "extra": None},
     ]
-    (n,) = db.main.conn.execute("select id from _chronos_tables where name = 'items'").fetchone()
-    kept = [r[1] for r in db.main.conn.execute(f"pragma table_info(_chronos_h_{n})")]
+    (n,) = db.database.main.conn.execute(
+        "select id from _chronos_tables where name = 'items'"
+    ).fetchone()
+    kept = [r[1] for r in db.database.main.conn.execute(f"pragma table_info(_chronos_h_{n})")]
     assert "qty" in kept and "extra" in kept
-    assert db.main.conn.execute(f"select count(*) from _chronos_h_{n} where qty = 1").fetchone()[0]
+    assert db.database.main.conn.execute(
+        f"select count(*) from _chronos_h_{n} where qty = 1"
+    ).fetchone()[0]
 
 
 def test_a_read_after_main_dropped_a_column_names_the_columns_it_returns(db):

@@ -30,7 +30,7 @@ def test_world_never_sees_mains_later_writes(shop):
     shop.fork("w")
     shop.sql("insert into users(name, email) values ('Bob', 'bob@x')")
     shop.sql("update users set name = 'Ada2' where id = 1")
-    app = sqlite3.connect(shop.path)
+    app = sqlite3.connect(shop.database.path)
     app.execute("insert into users(name, email) values ('App', 'app@x')")
     app.execute("delete from users where name = 'Bob'")
     app.commit()
@@ -47,7 +47,7 @@ def test_world_writes_touch_nothing_else(shop):
     assert names(shop) == ["Ada"]
     assert names(shop, "a") == ["A"]
     assert names(shop, "b") == ["Bee"]
-    app = sqlite3.connect(shop.path)
+    app = sqlite3.connect(shop.database.path)
     assert app.execute("select name from users").fetchall() == [("Ada",)]
 
 
@@ -64,7 +64,7 @@ def test_nested_worlds_see_parent_at_fork_only(shop):
         shop.fork(f"d{i}", depth)
         depth = f"d{i}"
     assert names(shop, depth) == ["P1", "C"]
-    assert shop.world(depth).parent == "d6"
+    assert shop.database.world(depth).parent == "d6"
 
 
 def test_world_ids_are_never_reused_and_names_are(shop):
@@ -83,11 +83,11 @@ def test_discard_refuses_with_children_unless_cascade(shop):
     shop.sql("insert into users(name, email) values ('L', 'l@x')", branch="leaf")
     with pytest.raises(ChronosError, match=r"forked from it \(mid, leaf\).*cascade"):
         shop.discard("top")
-    assert len(shop.worlds()) == 3
+    assert len(shop.database.worlds()) == 3
     gone = shop.discard("top", cascade=True)
     assert [w.name for w in gone] == ["leaf", "mid", "top"]
-    assert shop.worlds() == []
-    leftovers = shop.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
+    assert shop.database.worlds() == []
+    leftovers = shop.database.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
     assert leftovers == 0
 
 
@@ -99,20 +99,20 @@ def test_metadata_merge_remove_and_size_limit(shop):
         shop.set_meta("t", {"blob": "x" * 70_000})
     with pytest.raises(ChronosError, match="at most 65,536"):
         shop.fork("big", meta={"blob": "x" * 70_000})
-    assert shop.world("t").meta == {"owner": "me", "ticket": 7}
-    assert "big" not in [w.name for w in shop.worlds()]
+    assert shop.database.world("t").meta == {"owner": "me", "ticket": 7}
+    assert "big" not in [w.name for w in shop.database.worlds()]
 
 
 def test_version_moves_on_with_every_write(shop):
     shop.fork("t")
-    assert shop.world("t").version == 0
+    assert shop.database.world("t").version == 0
     shop.sql("update users set name = 'x' where id = 1", branch="t")
     shop.put("users", 5, {"name": "n", "email": "n@x"}, branch="t")
     shop.delete("users", 5, branch="t")
-    assert shop.world("t").version == 3
+    assert shop.database.world("t").version == 3
     shop.sql("select * from users", branch="t")
     shop.sql("update users set name = 'y' where id = 999", branch="t")
-    assert shop.world("t").version == 3
+    assert shop.database.world("t").version == 3
 
 
 def test_fork_is_constant_work(db):
@@ -121,9 +121,9 @@ def test_fork_is_constant_work(db):
         "with recursive n(i) as (select 1 union all select i + 1 from n where i < 20000) "
         "insert into big(v) select i from n"
     )
-    before = db.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
+    before = db.database.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
     db.fork("f")
-    after = db.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
+    after = db.database.main.conn.execute("select count(*) from _chronos_o_1").fetchone()[0]
     assert before == after == 0
     assert db.query("select count(*) as n from big", branch="f") == [{"n": 20000}]
 

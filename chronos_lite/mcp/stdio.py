@@ -17,9 +17,9 @@ from typing import Any, BinaryIO
 
 import apsw
 
-import chronos_lite
-
+from ..opening import open_folder
 from ..operations.registry import Caller
+from ..storage.db import Database
 from .core import (
     CANCELLED,
     INVALID_REQUEST,
@@ -100,7 +100,7 @@ def _skip_rest_of_line(stdin: BinaryIO) -> None:
 
 
 def session_caller(
-    db: chronos_lite.Chronos,
+    db: Database,
     allow_merge: bool,
     agent: str | None,
     max_query_ms: int | None,
@@ -135,8 +135,7 @@ def run(
     none); ``max_memory_mb``: SQLite's heap for the process; ``max_result_chars``: a result's
     budget."""
     apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
-    db = chronos_lite.open(folder)
-    db.keep_temp = False  # each call is its own session (the spec): nothing carries over
+    db = open_folder(folder)  # (each call is its own session, as the spec has it: no TEMP kept)
     try:
         if branch not in (None, "main"):
             db.world(branch)  # the branch must exist

@@ -109,7 +109,7 @@ def selects_every_row(db: Database, tenant: str) -> str | None:
     return ", ".join(read) if read else None
 
 
-def _prepares(conn: Any, sql: str) -> bool:
+def _prepares(conn: apsw.Connection, sql: str) -> bool:
     """Whether SQLite prepares ``sql`` (read-only, not run)."""
     try:
         conn.execute(READ_ONLY.mark + "explain " + sql).fetchall()

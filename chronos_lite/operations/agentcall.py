@@ -8,19 +8,29 @@ within the sql call's slot, and its refusal is the sql call's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import apsw
 
 from ..errors import REFUSED, ChronosError
-from ..storage import faults
+from ..storage import events, faults
 from ..storage.db import Database
 from ..storage.governance import audit, slots
 from . import rights
 from .args import Args
+from .caller import Caller
 from .calllimits import limits_of
 
 T = TypeVar("T")
+
+
+class Audited(Protocol):
+    """What the audit reads of an operation (the registry's ``Operation``)."""
+
+    name: str
+    read_only: bool
+
+
 # Refusals of the agent's rights and quotas (kept whether or not the call would have changed
 # anything): 42501, too many at once, and statements its time or memory quota stopped.
 REFUSALS = {REFUSED, slots.TOO_MANY}
@@ -37,17 +47,35 @@ FILE_FAULTS = {
 }
 
 
-def run(db: Database, op: Any, args: Any, valid: Args, caller: Any, call: Callable[[], T]) -> T:
+def run(
+    db: Database, op: Audited, args: Any, valid: Args, caller: Caller, call: Callable[[], T]
+) -> T:
     """``call`` (the registry's run of the operation) as the agent's audited call (``args``:
     as the agent sent them, which the audit keeps; ``valid``: as validated)."""
-    if db.agent_calls:  # (inside one of its calls: the outer call counts and audits)
+    if events.current().audit is not None:  # (inside one of its calls: the outer one audits)
         return call()
     args = args if isinstance(args, dict) else {}
-    db.agent_calls += 1
-    slot: slots.Slot | None = None
-    before = None if op.read_only else tuple(db.recorded)
     # the run fields before the call (a merge ends its world); a read needs them only if refused
     fields = {} if op.read_only else _run_fields(db, op.name, args, valid)
+    with events.audited() as tally:
+        result = _counted(db, op, args, valid, caller, fields, call)
+    if not op.read_only and tally.events:  # (it recorded events: it changed)
+        _record(db, op.name, args, caller, fields, "ok", rows=tally.rows)
+    return result
+
+
+def _counted(
+    db: Database,
+    op: Audited,
+    args: dict,
+    valid: Args,
+    caller: Caller,
+    fields: dict[str, str],
+    call: Callable[[], T],
+) -> T:
+    """The call within the agent's quotas (its rights read afresh, a slot taken); a refusal,
+    a stop or a write's error kept in the audit."""
+    slot: slots.Slot | None = None
     try:
         with db.bounds.paused():  # (chronos' own reads, as the audit's write: not the call's)
             read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
@@ -57,7 +85,7 @@ def run(db: Database, op: Any, args: Any, valid: Args, caller: Any, call: Callab
         quota = caller.quotas.get("max_concurrent")
         if quota:
             slot = slots.take(db.folder, caller.name, quota)
-        result = call()
+        return call()
     except ChronosError as exc:
         kept = exc.code in REFUSALS or exc.code in QUOTA_STOPS or not op.read_only
         if kept and exc.code not in FILE_FAULTS:
@@ -74,17 +102,13 @@ def run(db: Database, op: Any, args: Any, valid: Args, caller: Any, call: Callab
     finally:
         if slot is not None:  # (before the reply: a client may call another server at once)
             slot.release()
-        db.agent_calls -= 1
-    if before is not None and db.recorded[0] != before[0]:  # (it recorded events: it changed)
-        _record(db, op.name, args, caller, fields, "ok", rows=db.recorded[1] - before[1])
-    return result
 
 
 def _record(
     db: Database,
     tool: str,
     args: dict,
-    caller: Any,
+    caller: Caller,
     fields: dict[str, str],
     outcome: str,
     code: str | None = None,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import apsw
+
 from .. import errors, render
 from ..errors import ChronosError
 from ..storage import moments
@@ -81,7 +83,7 @@ def agent_op(db: Database, args: dict, caller: Caller) -> Reply:
     )
 
 
-def _keep_to(conn: Any, agent: str, args: dict) -> None:
+def _keep_to(conn: apsw.Connection, agent: str, args: dict) -> None:
     """ALTER AGENT ... SET (policy = name | null): the merge policy it keeps to from now on."""
     if "policy" not in args:
         return

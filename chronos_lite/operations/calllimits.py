@@ -4,18 +4,17 @@ is, for the error that stops a statement at it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..storage import limits
 from ..storage.limits import Limits
+from .caller import Caller
 
 
-def time_limit(caller: Any) -> int | None:
+def time_limit(caller: Caller) -> int | None:
     """A caller's statement time limit in ms (None: none)."""
     return limits_of(caller).ms
 
 
-def limits_of(caller: Any) -> Limits:
+def limits_of(caller: Caller) -> Limits:
     """A caller's limits: for time, the session's own (``max_query_ms``: 0 is none), else safe
     mode's and an agent's default, and an agent's quota where it is less; for memory, the
     caller's ``max_memory_mb`` and the agent's quota, the lesser."""

@@ -77,7 +77,10 @@ def _restored(done: restore.Restored, to: str) -> Reply:
 def history_op(db: Database, args: dict, caller: Caller) -> Reply:
     branch = args["branch"]
     found = events.listing(
-        db.main.conn, events.branch_id(db, branch), db.tables(), args.get("limit", 30)
+        db.main.conn,
+        events.branch_id(db.main.conn, branch, db.world),
+        db.tables(),
+        args.get("limit", 30),
     )
     rows = events.table_rows(found)
     text = render.table(events.COLUMNS, rows)

@@ -10,21 +10,20 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..errors import BAD_ARGUMENT, NOT_FOUND, TOO_BIG, ChronosError
-from ..statements import budget
-from ..storage import faults
+from ..errors import BAD_ARGUMENT, TOO_BIG, ChronosError
+from ..storage import events, faults
 from ..storage.branchref import MAIN, BranchRef
 from ..storage.db import Database
-from ..storage.governance import agents
 from . import agentcall, quickcheck, rights
 from .args import BRANCH_KEYS, Args
+from .caller import Caller
 from .calllimits import limits_of
 
 if TYPE_CHECKING:  # (imported when an argument first needs it: a slow import to start with)
@@ -34,49 +33,6 @@ INTERNAL = "XX000"  # a bug in chronos
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # chronos_lite/
 SCHEMA_DIRS = (_PACKAGE.parent / "schemas", _PACKAGE / "schemas")  # a checkout, a wheel
-
-
-@dataclass
-class Caller:
-    """Who acts: the database's own user (mode ``owner``); an agent in safe mode (``safe``),
-    which writes only on the worlds it forked (their ids, kept as long as the process); or a
-    named agent (``agent``: ``name``), with only its rights (``agentrights``) and quotas."""
-
-    name: str = "owner"
-    mode: str = "owner"
-    own_worlds: set[str] = field(default_factory=set)
-    rights: frozenset[str] = frozenset()  # an agent's (admin made every right)
-    max_rows: int | None = None  # rows a result may hold (MCP: 1000); None: all
-    max_chars: int | None = None  # characters a result may take (MCP: 24,000); None: any
-    max_query_ms: int | None = None  # the call's time limit (safe mode: 30 s); None: none
-    max_memory_mb: int | None = None  # the memory a call may take; None: no limit
-    quotas: dict[str, int | None] = field(default_factory=dict)  # an agent's, read per call
-    seen: Any = None  # the file's version when the agent's row was read last
-    policy: str | None = None  # the merge policy an agent keeps to (read with its rights)
-    production: bool = False  # the database is in production mode (read with its rights)
-    run: str | None = None  # the caller's run id (agents, later), kept with what it writes
-
-    @classmethod
-    def for_agent(cls, db: Database, name: str, **session: Any) -> Caller:
-        """The named agent as a caller (``session``: the session's own limits, as
-        ``max_rows``); an unknown, disabled or dropped agent is refused."""
-        found = agents.find(db.main.conn, name)
-        if found is None:
-            raise ChronosError(
-                f"no agent {name}: SHOW AGENTS lists them (chronos {db.folder} agent list); "
-                f"create one with chronos {db.folder} agent create {name} --rights ...",
-                NOT_FOUND,
-            )
-        caller = cls(name=found.name, mode="agent", **session)
-        rights.refresh(db, caller)
-        return caller
-
-    @property
-    def budget(self) -> budget.Budget:
-        return budget.Budget(self.max_rows, self.max_chars)
-
-    def own_world_names(self, db: Database) -> list[str]:
-        return [w.name for w in db.worlds() if w.wid in self.own_worlds]
 
 
 class Reply:
@@ -123,7 +79,7 @@ class Reply:
         return f"Reply({self.text!r}, {self.data!r})"
 
 
-Handler = Callable[[Any, Args, Caller], Reply]
+Handler = Callable[[Database, Args, Caller], Reply]
 
 
 def branch_of(args: dict[str, Any]) -> str:
@@ -383,8 +339,20 @@ class Registry:
         caller: Caller,
         render: bool,
     ) -> Reply:
-        before = (db.caller_name, db.caller_run)  # who acts, for the events it records
-        db.caller_name, db.caller_run = caller.name, caller.run
+        acting = events.acting(caller.name, caller.run)  # (whom the events it records name)
+        try:
+            return self._run_as(db, op, valid, caller, render)
+        finally:
+            events.done(acting)
+
+    def _run_as(
+        self,
+        db: Database,
+        op: Operation,
+        valid: Args,
+        caller: Caller,
+        render: bool,
+    ) -> Reply:
         left_open = False
         bounded = limits_of(caller)
         began = db.bounds.begin(bounded)
@@ -408,7 +376,6 @@ class Registry:
             raise fault from None
         finally:
             db.bounds.end(began)
-            db.caller_name, db.caller_run = before
             left_open = db.end_transactions()
         if left_open:  # a bug: what it did wasn't committed, so it must not be acknowledged
             raise ChronosError(

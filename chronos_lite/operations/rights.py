@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from .. import sqltext
 from ..errors import REFUSED, ChronosError
@@ -42,7 +42,7 @@ class Caller(Protocol):
     rights: frozenset[str]
 
     quotas: dict[str, int | None]
-    seen: Any
+    seen: tuple[tuple[int, int], float] | None
     policy: str | None
     production: bool
 

@@ -7,7 +7,7 @@ import json
 import os
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,7 +38,7 @@ _SAVEPOINT = (
 WORLD_POOL = 16
 # A branch as a caller names it (None: main), read into a BranchRef, or its world looked up
 Where = str | BranchRef | World | None
-OWNER = "owner"
+OWNER = events.OWNER
 
 
 def _connect(
@@ -71,9 +71,20 @@ def _moved(conn: apsw.Connection) -> bool:
 
 
 class Database:
-    """An open chronos database folder. Not shared between threads."""
+    """An open chronos database folder. Not shared between threads.
 
-    def __init__(self, folder: str | os.PathLike) -> None:
+    ``on_connect``: called with each connection chronos opens (the system tables' hook);
+    ``keep_temp``: TEMP objects a call makes last past it (a program's connection, the shell),
+    or go with it (MCP and HTTP: each call is its own session, as the spec has it). Front ends
+    open one through ``chronos_lite.opening.open_folder``."""
+
+    def __init__(
+        self,
+        folder: str | os.PathLike,
+        *,
+        on_connect: Callable[[Database, apsw.Connection], None] | None = None,
+        keep_temp: bool = False,
+    ) -> None:
         self.folder = Path(folder)
         self.path = self.folder / DB_FILE
         if not self.path.is_file():
@@ -92,23 +103,19 @@ class Database:
         self._world_schemas: dict[int, tuple[tuple, BranchSchema]] = {}
         self._schema_version: int | None = None
         self._found_worlds: dict[str, tuple[tuple[int, int], World]] = {}
-        self.caller_name = OWNER  # who acts: the registry sets it for each call
-        # TEMP objects a call makes last past it (a program's connection, the shell), or go
-        # with it (MCP and HTTP: each call is its own session, as the spec has it)
-        self.keep_temp = False
-        self.caller_run: str | None = None
-        self.agent_calls = 0  # a named agent's calls running (nested: sql's statements)
-        self.recorded = [0, 0]  # events this process recorded, and the rows they changed
+        self.keep_temp = keep_temp
+        self._on_connect = on_connect
         # The file's header, read through SQLite's own VFS: a plain open and close of the file
         # would drop the POSIX locks SQLite holds on it in this process.
         self._header = apsw.VFSFile(
             "", str(self.path.resolve()), [apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_MAIN_DB, 0]
         )
-        self.connection_ready(self._main.conn)
+        self._connected(self._main.conn)
         shadow.upgrade(self._main.conn, self.write)  # chronos' tables added since the file was made
 
-    def connection_ready(self, conn: apsw.Connection) -> None:
-        """Called for every connection chronos opens (the API adds its SQL functions)."""
+    def _connected(self, conn: apsw.Connection) -> None:
+        if self._on_connect is not None:
+            self._on_connect(self, conn)
 
     # --- lifetime ---------------------------------------------------------------------------
 
@@ -346,11 +353,10 @@ class Database:
         rows: int = 0,
         detail: dict | None = None,
     ) -> None:
-        """An event of a branch (world 0: main), by the caller, in the caller's transaction."""
-        events.record(conn, world, kind, self.caller_name, rows, detail, self.caller_run)
-        self.recorded[0] += 1
-        if kind != "merged":  # (a merge's rows once: its world's event tells of the same rows)
-            self.recorded[1] += rows
+        """An event of a branch (world 0: main), by the call's caller, in its transaction."""
+        call = events.current()
+        events.record(conn, world, kind, call.name, rows, detail, call.run)
+        events.recorded(kind, rows)
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -371,7 +377,7 @@ class Database:
         if session is None:
             session = Session(_connect(self.path, "normal", self.bounds, world=True), world)
             session.conn.execute(CTX_DDL)
-            self.connection_ready(session.conn)
+            self._connected(session.conn)
             self._worlds[world.id] = session
             while len(self._worlds) > WORLD_POOL:
                 _, old = self._worlds.popitem(last=False)
@@ -460,7 +466,7 @@ class Database:
         if session is None:
             session = Session(_connect(self.path, "normal", self.bounds, world=True), past=True)
             session.conn.execute(CTX_DDL)
-            self.connection_ready(session.conn)
+            self._connected(session.conn)
             self._worlds[0] = session
         session.world = world
         key = (

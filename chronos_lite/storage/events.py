@@ -5,12 +5,21 @@ Every change chronos makes is recorded with who made it (the caller: the databas
 as the change where it can be: forks, writes (per call, with the rows they changed; on main
 with the history seqs they wrote, so writes an app made directly to main, past chronos, show
 as an app's), merges, rebases, restores, rollbacks, checkpoints, discards. Main is world 0.
+
+Who acts is the call's own state, kept in a context variable (``current()``) rather than on the
+shared ``Database``: a front end that serves calls at once (a thread or a task each) gives
+each its own, and a call made inside another (a sql call's statements) sees its caller's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -19,8 +28,74 @@ from . import worlds
 from .fetch import all_rows, one_row
 from .moments import show_moment
 from .shadow import SEQ, TIME, history_table
+from .worlds import World
 
 APP = "app"  # who wrote main directly (through SQLite itself, not chronos)
+
+
+# --- the call running now: who acts in it, and what an agent's audited call recorded ---------
+
+OWNER = "owner"
+
+
+@dataclass
+class Tally:
+    """The events an audited call recorded, and the rows they changed."""
+
+    events: int = 0
+    rows: int = 0
+
+    def add(self, kind: str, rows: int) -> None:
+        self.events += 1
+        if kind != "merged":  # (a merge's rows once: its world's event tells of the same rows)
+            self.rows += rows
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str = OWNER  # who acts, whom the events it records name
+    run: str | None = None  # the caller's run id, kept with what it writes
+    audit: Tally | None = None  # inside an agent's audited call: what it recorded so far
+
+
+_CURRENT: ContextVar[Call] = ContextVar("chronos_call", default=Call())  # noqa: B039 (frozen)
+
+
+def current() -> Call:
+    return _CURRENT.get()
+
+
+def acting(name: str, run: str | None) -> Token[Call]:
+    """A call by ``name`` (``run``: its run id) begins: the events it records name it; inside
+    an audited call, it adds to its tally. Ended by ``done`` with what this returns (plainly,
+    not as a context manager: it is on every call's path)."""
+    return _CURRENT.set(Call(name, run, _CURRENT.get().audit))
+
+
+def done(token: Token[Call]) -> None:
+    """The call ``acting`` began has ended: the call around it (if any) acts again."""
+    _CURRENT.reset(token)
+
+
+@contextmanager
+def audited() -> Iterator[Tally]:
+    """An agent's audited call: the events recorded within it (nested calls too) are counted."""
+    tally = Tally()
+    token = _CURRENT.set(dataclasses.replace(current(), audit=tally))
+    try:
+        yield tally
+    finally:
+        _CURRENT.reset(token)
+
+
+def recorded(kind: str, rows: int) -> None:
+    """An event was recorded in the call running now."""
+    audit = current().audit
+    if audit is not None:
+        audit.add(kind, rows)
+
+
+# --- recording them -------------------------------------------------------------------------
 
 
 def record(
@@ -129,14 +204,15 @@ def _app_writes(conn: apsw.Connection, tables: dict, limit: int) -> list[dict[st
 COLUMNS = ["at", "event", "by", "rows", "detail"]
 
 
-def branch_id(db: Any, branch: str) -> int:
+def branch_id(conn: apsw.Connection, branch: str, open_world: Callable[[str], World]) -> int:
     """The world whose events ``branch`` names (0: main); a branch merged or discarded too
-    (its latest of that name): its history stays readable."""
+    (its latest of that name): its history stays readable. ``open_world``: the lookup whose
+    refusal names the branches there are."""
     if branch == "main":
         return 0
-    found = worlds.latest_named(db.main.conn, branch)
+    found = worlds.latest_named(conn, branch)
     if found is None:
-        return db.world(branch).id  # the usual 'no branch' refusal, naming the branches
+        return open_world(branch).id  # the usual 'no branch' refusal, naming the branches
     return found
 
 

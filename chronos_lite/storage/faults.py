@@ -8,7 +8,8 @@ nothing was changed (the call's transaction rolled back), and what to do about i
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Protocol
 
 import apsw
 
@@ -42,7 +43,20 @@ FAULTS = (
 )
 
 
-def describe(exc: BaseException, db: Any) -> ChronosError | None:
+class Opened(Protocol):
+    """What a fault's message reads of the open database (``storage.db.Database``, which
+    imports this module)."""
+
+    bounds: limits.Bounds
+    path: Path
+    folder: Path
+
+    def forget_pages(self) -> None: ...
+
+    def damaged_copies(self) -> list[tuple[str, str]]: ...
+
+
+def describe(exc: BaseException, db: Opened) -> ChronosError | None:
     """The fault ``exc`` is, as a ChronosError (None: not a fault). ``db``: the Database (its
     path, folder and bounds name the file and the limits)."""
     if not isinstance(exc, FAULTS):
@@ -124,7 +138,7 @@ def describe(exc: BaseException, db: Any) -> ChronosError | None:
     )
 
 
-def _index_damaged(db: Any, said: str, nothing: str) -> ChronosError:
+def _index_damaged(db: Opened, said: str, nothing: str) -> ChronosError:
     """A virtual table found its own data inconsistent (an FTS5 index: SQLite's pages are
     sound): a world's TEMP copy of one (rebuilt at the world's next call), or one of main's."""
     copies = db.damaged_copies()

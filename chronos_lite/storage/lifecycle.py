@@ -69,7 +69,8 @@ def fork(
             horizon = {n: moments.seq_at(conn, n, when) for n, _t in tables.values()}
         else:
             horizon = parent.base if parent else horizons(conn, tables)
-        new_id = worlds.add(conn, name, parent, horizon, clock, owner or db.caller_name, meta_text)
+        owner = owner or events.current().name
+        new_id = worlds.add(conn, name, parent, horizon, clock, owner, meta_text)
         worldholds.keep_scope(conn, new_id, worldholds.scope_of(meta or {}))
         db.record(conn, new_id, "fork", detail={"from": source or "main"})
         db.record(conn, parent.id if parent else 0, "forked", detail={"branch": name})

@@ -167,7 +167,9 @@ def register(db: Database, conn: apsw.Connection) -> None:
     _register(conn, chronos_conflicts, ("table_name", "id", "detail", "base", "ours", "theirs"))
 
     def chronos_history(branch: str) -> Iterator[tuple]:
-        for e in events.listing(db.main.conn, events.branch_id(db, branch), db.tables(), 1000):
+        for e in events.listing(
+            db.main.conn, events.branch_id(db.main.conn, branch, db.world), db.tables(), 1000
+        ):
             detail = json.dumps(e["detail"], ensure_ascii=False, default=str)
             yield (e["time"], e["event"], e["by"], e["run"], e["rows"], detail)
 
