@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 import time
-from typing import Any
 
 from ..sqltext import keywords, quote_ident, tokens
 from ..storage import moments
@@ -21,6 +20,7 @@ from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.shadow import OP, SEQ, history_table
 from ..storage.world import views as worldviews
+from ..storage.worlds import World
 
 
 def past_name(n: int, seq: int) -> str:
@@ -107,7 +107,9 @@ def _views_there(session: Session, rewritten: str) -> bool:
     return found == len(set(names))
 
 
-def _rewrite_as_of(db: Database, session: Session, stmt: str, clauses: list, world: Any) -> str:
+def _rewrite_as_of(
+    db: Database, session: Session, stmt: str, clauses: list, world: World | None
+) -> str:
     if world is None and len(clauses) == 1 and _COUNT_ALL.match(stmt):
         start, end, moment, _as_at, _end = clauses[0]
         n, t = db.table(_name_at(stmt, start, end))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -34,9 +34,10 @@ from .changes import Change, world_changes
 from .diff import ORDER, row_text
 from .gate import judge
 from .names import Names
+from .plan import Outcome, Plan
 from .policy import Held
 from .request import Options
-from .schema import Step, apply_steps, steps
+from .schema import apply_steps, steps
 from .schema import conflict_error as schema_conflict_error
 
 HINT = (
@@ -45,48 +46,6 @@ HINT = (
     "or look first with merge_preview (in SQL: STATEMENT RESOLVE theirs, ... BY COLUMNS"
     "PREVIEW)"
 )
-
-
-@dataclass
-class Outcome:
-    change: Change
-    outcome: str  # apply, conflict, theirs, combined, by hand
-    detail: str
-    result: dict[str, Any] | None = None  # the row the parent gets (None: deleted)
-    write: bool = True
-
-    @property
-    def deletes(self) -> bool:
-        return self.outcome != "conflict" and self.write and self.result is None
-
-
-@dataclass
-class Plan:
-    world: World
-    parent: Session
-    outcomes: list[Outcome] = field(default_factory=list)
-    partial: bool = False
-    other: bool = False  # into a branch that is not the world's parent
-    schema: list[Step] = field(default_factory=list)  # the world's schema changes that go
-    names: Names = field(default_factory=lambda: Names({}, {}))  # the parent's names for them
-    dropped_values: int = 0  # values its dropped columns held (counted when a policy judges)
-
-    @property
-    def parent_name(self) -> str:
-        return self.parent.branch
-
-    @property
-    def conflicts(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.outcome == "conflict"]
-
-    @property
-    def writes(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.outcome != "conflict" and o.write]
-
-    @property
-    def deletes(self) -> int:
-        """Rows the merge deletes: row by row, and with the tables it drops."""
-        return sum(o.deletes for o in self.writes) + sum(s.rows for s in self.schema)
 
 
 def _settle(c: Change, opts: Options, by_hand: Any) -> Outcome:

@@ -8,19 +8,18 @@ merge's transaction rolls back: nothing of it stays.
 
 from __future__ import annotations
 
-from typing import Any
-
 import apsw
 
 from ..errors import ChronosError
 from ..storage import guard
 from ..storage.db import Database
 from ..storage.governance import checks as mergechecks
+from .plan import Plan
 
 READ_ONLY = guard.Access(write=False, settings=False)
 
 
-def touched(plan: Any) -> set[str]:
+def touched(plan: Plan) -> set[str]:
     """The tables a merge changes (lower case), by the parent's names and (a table the world
     renamed) the world's: its rows' and its schema steps'. A check on a table the merge
     renames or drops then fails on the result, saying so: it can't pass unread."""
@@ -31,7 +30,7 @@ def touched(plan: Any) -> set[str]:
     return out
 
 
-def gone(plan: Any) -> str:
+def gone(plan: Plan) -> str:
     """The tables the merge renames or drops, by the parent's names: a check that names one
     can't run on the result (``; the merge renames payments to pay_raw``; '' if none)."""
     said = []

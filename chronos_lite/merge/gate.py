@@ -5,13 +5,13 @@ person's confirm_deletes_over. The merge checks come after, on the merged result
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .. import errors
 from ..errors import ChronosError
 from ..storage.db import Database
 from ..storage.governance import holds
 from . import scope
+from .plan import Plan
 from .policy import Counts, Hold, counts
 from .policy import reasons as policy_reasons
 
@@ -31,7 +31,7 @@ class Gate:
     reviewer: bool = False  # (a policy's reviewer approving: it can't confirm deletes)
 
 
-def judge(db: Database, p: Any, gate: Gate, confirm_deletes: int | None) -> list[str]:
+def judge(db: Database, p: Plan, gate: Gate, confirm_deletes: int | None) -> list[str]:
     """The reasons the plan is held for, before its rows apply (a merge naming a wrong count
     of deletes, a person's merge outside its world's declared scope, or not naming deletes
     over confirm_deletes_over, is refused)."""

@@ -3,8 +3,6 @@ are no longer its changes (``only_tables``, ``only_keys``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import apsw
 
 from ..storage import events
@@ -15,9 +13,10 @@ from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import DEAD, SEQ, WORLD, history_table, overlay_table
 from ..storage.world.sql import CTX, remember_entry
 from .changes import Change
+from .plan import Plan
 
 
-def remember_merged(db: Database, p: Any) -> None:
+def remember_merged(db: Database, p: Plan) -> None:
     """After a partial merge the world stays open. For each merged row, what the parent now
     holds becomes the row's base (frozen copy, world -id), stamped with the parent's position
     after the merge so the merge itself never reads as the parent changing it; and the world's

@@ -8,9 +8,9 @@ read exactly what it would apply; a merge with reasons is held (``Held``) and ro
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import REFUSED, ChronosError
 from ..sqltext import quote_ident
@@ -18,6 +18,7 @@ from ..storage.db import Database
 from ..storage.fetch import one_row
 from ..storage.governance import policies as mergepolicies
 from ..storage.governance.policies import Policy
+from .plan import Plan
 
 PRODUCTION = "the database is in production mode: every agent's merge waits for a person"
 
@@ -79,7 +80,7 @@ class Counts:
         return self.deletes + sum(self.dropped.values())
 
 
-def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Counts:
+def counts(p: Plan, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Counts:
     """``taken_over``: the world's rows a rebase kept over the parent's newer change
     (``storage.governance.holds``): each is an overwrite whenever it merges."""
     names = p.names
@@ -103,7 +104,7 @@ def counts(p: Any, taken_over: AbstractSet[tuple[int, str]] = frozenset()) -> Co
     return out
 
 
-def _schema_counts(p: Any, out: Counts) -> None:
+def _schema_counts(p: Plan, out: Counts) -> None:
     """The schema steps by the parent's names (a rename changes the table or column it
     renames, as the policy names it); a dropped table changes each of its columns, and a
     dropped column each row holding a value in it (and removes that value)."""
@@ -127,7 +128,7 @@ def _schema_counts(p: Any, out: Counts) -> None:
                 out.rows += values
 
 
-def _values(p: Any, table: str, column: str) -> int:
+def _values(p: Plan, table: str, column: str) -> int:
     """The parent's rows holding a value in this column."""
     source = f"main.{quote_ident(table)}" if p.parent.world is None else quote_ident(table)
     sql = f"select count(*) from {source} where {quote_ident(column)} is not null"
@@ -143,7 +144,7 @@ def deletes_text(n: Counts) -> str:
     return " and ".join(parts)
 
 
-def reasons(db: Database, p: Any, hold: Hold, n: Counts) -> list[str]:
+def reasons(db: Database, p: Plan, hold: Hold, n: Counts) -> list[str]:
     """Each rule of the hold's policy the merge breaks (and production's own reason); ``n``:
     what the merge changes."""
     out = [PRODUCTION] if hold.production else []
@@ -173,7 +174,7 @@ def reasons(db: Database, p: Any, hold: Hold, n: Counts) -> list[str]:
     return out
 
 
-def _limits(rules: dict, n: Counts, last_hour: Any) -> list[str]:
+def _limits(rules: dict, n: Counts, last_hour: Callable[[], tuple[int, int]]) -> list[str]:
     out = []
     if rules["max_rows"] is not None and n.rows > rules["max_rows"]:
         out.append(f"it changes {rows_text(n.rows)} (at most {rules['max_rows']})")

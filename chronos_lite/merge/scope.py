@@ -19,6 +19,10 @@ from ..storage import guard
 from ..storage.db import Database
 from ..storage.fetch import all_rows
 from ..storage.governance import holds as worldholds
+from ..storage.schema.catalog import TableInfo
+from ..storage.worlds import World
+from .changes import Change
+from .plan import Plan
 from .policy import Counts, deletes_text, rows_text
 
 KEYS = worldholds.SCOPE_KEYS
@@ -118,7 +122,7 @@ def _prepares(conn: apsw.Connection, sql: str) -> bool:
     return True
 
 
-def _entries(change: Any) -> list[str]:
+def _entries(change: Change) -> list[str]:
     if isinstance(change, str):
         items = change.split(",")
     elif isinstance(change, list) and all(isinstance(v, str) for v in change):
@@ -131,7 +135,7 @@ def _entries(change: Any) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def scopes(db: Database, world: Any) -> list[dict[str, Any]]:
+def scopes(db: Database, world: World) -> list[dict[str, Any]]:
     """The scopes a world's merge holds to: the one its fork declared (kept whatever an
     agent's set_meta says later) and the one its meta declares now, if another."""
     fixed = worldholds.fork_scope(db.main.conn, world.id)
@@ -140,7 +144,7 @@ def scopes(db: Database, world: Any) -> list[dict[str, Any]]:
     return [*out, now] if now and now != fixed else out
 
 
-def breaks(db: Database, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
+def breaks(db: Database, p: Plan, n: Counts, held_to: list[dict[str, Any]]) -> list[str]:
     """Each part of the world's scopes (``held_to``) the merge breaks (``n``: what it changes)."""
     out: list[str] = []
     for scope in held_to:
@@ -148,7 +152,7 @@ def breaks(db: Database, p: Any, n: Counts, held_to: list[dict[str, Any]]) -> li
     return out
 
 
-def _breaks(db: Database, p: Any, n: Counts, scope: dict[str, Any]) -> list[str]:
+def _breaks(db: Database, p: Plan, n: Counts, scope: dict[str, Any]) -> list[str]:
     out = []
     if scope.get("max_rows") is not None and n.rows > scope["max_rows"]:
         out.append(
@@ -165,7 +169,7 @@ def _breaks(db: Database, p: Any, n: Counts, scope: dict[str, Any]) -> list[str]
     return out
 
 
-def _outside(p: Any, entries: list[str]) -> list[str]:
+def _outside(p: Plan, entries: list[str]) -> list[str]:
     """The first change outside ``may_change``, judged by the parent's names (what the fork
     named): a table the world renamed is still the table it was."""
     tables = {e.lower() for e in entries if "." not in e}
@@ -190,7 +194,7 @@ def _outside(p: Any, entries: list[str]) -> list[str]:
     return []
 
 
-def _tenant(db: Database, p: Any, tenant: str) -> list[str]:
+def _tenant(db: Database, p: Plan, tenant: str) -> list[str]:
     """The first row, as it was or as it will be, that doesn't meet the tenant condition."""
     by_table: dict[str, list[tuple[Any, dict]]] = {}
     for o in p.writes:  # (a row's table/id is spelled only for the row named)
@@ -208,7 +212,7 @@ def _tenant(db: Database, p: Any, tenant: str) -> list[str]:
     return []
 
 
-def _outside_tenant(db: Database, p: Any, t: Any, tenant: str, rows: list) -> str | None:
+def _outside_tenant(db: Database, p: Plan, t: TableInfo, tenant: str, rows: list) -> str | None:
     columns = t.column_names  # (a list made on each read)
     names = ["scope_n", *columns]
     cols = ", ".join(sqltext.quote_ident(n) for n in names)

@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 class Canceller:
-    def __init__(self, interrupt: Any) -> None:
+    def __init__(self, interrupt: Callable[[], object]) -> None:
         self._interrupt = interrupt  # stops what the database's connections run
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)

@@ -24,6 +24,7 @@ from sqlite_utils.utils import (
 
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..storage import faults
+from ..storage.limits import Bounds
 
 FORMATS = {"csv": Format.CSV, "tsv": Format.TSV, "json": Format.JSON, "ndjson": Format.NL}
 NAMES = {f: name for name, f in FORMATS.items()}
@@ -42,7 +43,7 @@ class Source:
     table reads them twice: once for its columns and types, once to insert them)."""
 
     def __init__(
-        self, path: str, fmt: str | None, encoding: str | None, bounds: Any = None
+        self, path: str, fmt: str | None, encoding: str | None, bounds: Bounds | None = None
     ) -> None:
         self.path = Path(path)
         self.bounds = bounds  # the call's time limit and cancel, held between SQLite's steps

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +92,9 @@ def age_ms(value: str | int | None) -> int | None:
     return int(float(m.group(1)) * _AGE_MS[unit])
 
 
-def checked_rules(given: dict[str, Any], agent_exists: Any, tables: dict[str, list[str]]) -> dict:
+def checked_rules(
+    given: dict[str, Any], agent_exists: Callable[[str], bool], tables: dict[str, list[str]]
+) -> dict:
     """The rules given, each checked (an unknown rule or a wrong type is refused with the
     rules' names); ``tables``: main's tables (lower-case name -> columns), which the table and
     column rules must name, so a typo can't leave a rule that never holds."""
@@ -107,7 +110,9 @@ def checked_rules(given: dict[str, Any], agent_exists: Any, tables: dict[str, li
     return out
 
 
-def _checked(rule: str, kind: str, value: Any, agent_exists: Any, tables: dict) -> Any:
+def _checked(
+    rule: str, kind: str, value: Any, agent_exists: Callable[[str], bool], tables: dict
+) -> Any:
     if kind == "count":
         if value is None or (type(value) is int and value >= 0):
             return value

@@ -17,7 +17,7 @@ set for each statement by the code that runs it, and a few TEMP tables the trigg
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 import apsw
 
@@ -59,6 +59,17 @@ MODES = {"rollback": 1, "abort": 2, "fail": 3, "ignore": 4, "replace": 5}
 # on the connection outside a call is stamped one past the clock.
 CLOCK = f"coalesce((SELECT seq FROM {CTX}), (SELECT seq + 1 FROM main._chronos_clock))"
 FK_FAILED = "FOREIGN KEY constraint failed"
+
+
+class Placed(Protocol):
+    """What the count reads of a connection placed on a branch (``placement.Session``, which
+    imports this module through ``sql``)."""
+
+    @property
+    def world(self) -> object | None: ...
+
+    @property
+    def conn(self) -> apsw.Connection: ...
 
 
 def begin_world_write(
@@ -104,7 +115,7 @@ def broken_keys(conn: apsw.Connection, transaction: bool = False) -> bool:
     return bool(one_row(conn.execute(f"select {column} > 0 from {CTX}"))[0])
 
 
-def rows_written(session: Any) -> int:
+def rows_written(session: Placed) -> int:
     """Rows the last statement wrote: on a world its INSTEAD OF triggers count them (SQLite's
     changes() is 0 for a view); a world's copy of an FTS5 table, SQLite itself (changes(),
     which begin_world_write left at 0: a statement that writes none keeps it there)."""
