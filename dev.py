@@ -3,11 +3,12 @@
 
 python3 dev.py demo    # create .venv, install chronos, run the example on ./demo/shop
 python3 dev.py test    # create .venv with the test tools; ruff (lint, format), mypy, the whole
-                       # test suite (the docs runner included: tests/test_docs.py)
+                       # test suite (the docs runner included: tests/project/test_docs.py)
 python3 dev.py fuzz N  # the fuzz tests with N sequences each: hostile calls in safe mode (CI runs
                        # 40), and an agent under merge policies, checks and production (CI: 250)
 python3 dev.py docs    # re-run the docs' examples and write their real output into the pages
-                       # (docs/run.py --write; `docs cli`: one page); tests/test_docs.py checks them
+                       # (docs/run.py --write; `docs cli`: one page); tests/project/test_docs.py
+                       # checks them
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def fuzz() -> None:
         "CHRONOS_FUZZ_EXAMPLES": examples,
         "CHRONOS_TRUST_FUZZ_EXAMPLES": examples,
     }
-    tests = ["tests/test_safe_fuzz.py", "tests/test_trust_fuzz.py"]
+    tests = ["tests/operations/test_safe_fuzz.py", "tests/operations/test_trust_fuzz.py"]
     sh(BIN / "python", "-m", "pytest", "-p", "no:cacheprovider", *tests, env=env)
 
 

@@ -25,8 +25,8 @@ from typing import Any
 BLOB = "$blob"  # the key of a BLOB's JSON spelling: {"$blob": "<hex>"}
 
 # Unicode's control (Cc), format (Cf) and line and paragraph separator (Zl, Zp) characters, as
-# of Unicode 15 (tests/test_names.py checks them against Python's unicodedata), but for C0's:
-# those json.dumps escapes itself, and a terminal's text keeps newline and tab.
+# of Unicode 15 (tests/storage/test_names.py checks them against Python's unicodedata), but
+# for C0's: those json.dumps escapes itself, and a terminal's text keeps newline and tab.
 _UNSEEN = (
     "\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
     "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from conftest import CHRONOS
+from helpers import CHRONOS
 
 MODERN = "2026-07-28"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
