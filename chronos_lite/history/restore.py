@@ -1,10 +1,14 @@
 """Putting a branch back as it was: restore (to a moment), checkpoint (name a moment),
 rollback (to a checkpoint).
 
-A restore is an ordinary write: it writes back, through the branch's own tables or views,
-every row that differs between the branch now and the branch then, so history keeps both and
-the restore can itself be undone. Its cost is the rows changed since the moment: the keys
-main's history (or the world's) recorded after it.
+A restore writes back, through the branch's own tables or views, every row that differs
+between the branch now and the branch then, so history keeps both and the restore can itself
+be undone. It writes them as data, as a merge does (``rows.as_data``): the app's triggers don't
+fire again, for what they did then is among the rows put back (an ``updated_at`` trigger would
+otherwise stamp each restored row with now, and the branch would never read as it was); main's
+external-content FTS5 indexes are kept in step as the app's triggers would have kept them. Its
+cost is the rows changed since the moment: the keys main's history (or the world's) recorded
+after it.
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
 from .. import errors, names
 from ..errors import ChronosError
 from ..storage import events, moments, worlds
+from ..storage import rows as rows_module
 from ..storage.codec import row_key
 from ..storage.db import Database, Session
 from ..storage.rows import view_row, write_row
@@ -56,9 +61,9 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
         with rewriting(db, session, kind, detail) as done:
             for (name, key), row in then.items():
                 n, t = tables[name]
-                if view_row(session, n, t, key) != row:
-                    write_back(session, n, t, key, row, f"restoring {branch}")
-                    done.written += 1
+                now = view_row(session, n, t, key)
+                if now != row:
+                    done.put(session, n, t, key, now, row, f"restoring {branch}")
     finally:
         db.end_call(session)
     return Restored(branch, when, done.written)
@@ -85,6 +90,22 @@ class Rewrite:
 
     conn: apsw.Connection
     written: int = 0
+    rows: list[rows_module.Written] = field(default_factory=list)  # (for the FTS5 indexes)
+
+    def put(
+        self,
+        session: Session,
+        n: int,
+        t: TableInfo,
+        key: tuple,
+        now: dict | None,
+        row: dict | None,
+        doing: str,
+    ) -> None:
+        """Make the row at ``key`` (``now`` as it is) be ``row`` again (None: no row)."""
+        write_back(session, n, t, key, row, doing)
+        self.written += 1
+        self.rows.append((t, key, now, row))
 
 
 @contextmanager
@@ -99,7 +120,9 @@ def rewriting(db: Database, session: Session, kind: str, detail: dict) -> Iterat
         else:
             worldsql.begin_world_write(conn, None)
         done = Rewrite(conn)
-        yield done
+        with rows_module.as_data(session):
+            yield done
+        rows_module.reindex_fts(session, done.rows)
         if session.world is None:
             detail = {**detail, "seqs": events.ranges(before, events.positions(conn, db.tables()))}
         elif done.written:

@@ -22,7 +22,7 @@ from ..storage.db import Database
 from ..storage.fetch import all_rows, one_row
 from ..storage.rows import base_row, view_row
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
-from .restore import rewriting, write_back
+from .restore import rewriting
 
 
 @dataclass
@@ -73,7 +73,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                 if view_row(session, n, t, key) != _row(row_after):
                     done.skipped.append(row_key(t, key))
                     continue
-                todo.append((n, t, key, _row(row_before)))
+                todo.append((n, t, key, _row(row_after), _row(row_before)))
             if done.skipped and not skip_changed:
                 shown = ", ".join(done.skipped[:20])
                 raise ChronosError(
@@ -84,9 +84,9 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                     errors.CONFLICT,
                     {"changed": done.skipped},
                 )
-            for n, t, key, row in todo:
-                write_back(session, n, t, key, row, f"undoing the merge of {branch}")
-            done.rows = rewrite.written = len(todo)
+            for n, t, key, now, row in todo:
+                rewrite.put(session, n, t, key, now, row, f"undoing the merge of {branch}")
+            done.rows = rewrite.written
     finally:
         db.end_call(session)
     return done
@@ -278,9 +278,8 @@ def _undo_on(
                     continue
                 if what == "changed":
                     done.named.append(f"{branch}:{row_key(t, key)}")
-                elif view_row(session, n, t, key) != row:
-                    write_back(session, n, t, key, row, f"undoing {agent}'s changes")
-                    rewrite.written += 1
+                elif (now := view_row(session, n, t, key)) != row:
+                    rewrite.put(session, n, t, key, now, row, f"undoing {agent}'s changes")
         done.rows += rewrite.written
         done.branches.append(branch)
     finally:

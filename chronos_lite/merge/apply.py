@@ -20,7 +20,7 @@ import apsw
 from .. import errors
 from ..errors import ChronosError
 from ..render import blob_json
-from ..storage import events, lifecycle, worlds
+from ..storage import events, lifecycle, rows, worlds
 from ..storage.branchref import BranchRef
 from ..storage.codec import db_row, find_in, parse_id, split_key
 from ..storage.db import Database, Session
@@ -355,13 +355,13 @@ def _apply(db: Database, p: Plan) -> list[tuple]:
     conn = p.parent.conn
     if p.parent.world is not None:
         worldsql.begin_world_write(conn, "abort")
-    with replica.quiet(p.parent):
+    with rows.as_data(p.parent):
         undo = _write_all(p)
     replica.check_keys(db, p.parent, p.writes, p.world.name, p.parent_name)  # merged result
     merged = [
         (o.change.t, key, o.change.theirs, o.result) for o, (_n, key, _b, _a) in zip(p.writes, undo)
     ]
-    replica.reindex(p.parent, merged)
+    rows.reindex_fts(p.parent, merged)
     return undo
 
 

@@ -26,12 +26,8 @@ from .. import errors
 from ..errors import ChronosError
 from ..sqltext import quote_ident
 from ..storage.db import Database, Session
-from ..storage.fetch import all_rows
-from ..storage.schema import virtual
 from ..storage.schema.catalog import TableInfo
-from ..storage.world import fts as worldfts
 from ..storage.world.rules import Link, link
-from ..storage.world.sql import CTX
 
 
 class Change(Protocol):  # (merge.changes.Change, as the check reads it)
@@ -66,61 +62,6 @@ def keys_off(session: Session) -> Iterator[None]:
         yield
     finally:
         conn.execute("pragma foreign_keys = on")
-
-
-@contextmanager
-def quiet(session: Session) -> Iterator[None]:
-    """Inside the merge's transaction: the parent's triggers don't fire while it writes. (A
-    failure rolls the transaction back, and with it the triggers' removal.)"""
-    conn = session.conn
-    if session.world is not None:
-        conn.execute(f"UPDATE {CTX} SET replica = 1")
-        try:
-            yield
-        finally:
-            conn.execute(f"UPDATE {CTX} SET replica = 0")
-        return
-    triggers = all_rows(
-        conn.execute(
-            "select name, sql from main.sqlite_schema where type = 'trigger' "
-            "and name not like '\\_chronos\\_%' escape '\\' order by rowid"
-        )
-    )
-    for name, _sql in triggers:
-        conn.execute(f"DROP TRIGGER main.{quote_ident(name)}")
-    yield
-    for _name, sql in triggers:  # (in their order: SQLite fires the newest first)
-        conn.execute(sql)
-
-
-def reindex(
-    session: Session, merged: list[tuple[TableInfo, tuple | None, dict | None, dict | None]]
-) -> None:
-    """The indexes of main's external-content FTS5 tables, for the rows a merge wrote to their
-    content tables (``merged``: each row's table, key there, row before and after), as the
-    app's triggers would have kept them. A world's own FTS5 copies are made anew instead."""
-    if session.world is not None:
-        session.built_for = None  # (placed again at its next call: its copies rebuilt)
-        return
-    conn = session.conn
-    for fts in virtual.fts_tables(conn):
-        if fts.kind != "external":
-            continue
-        rows = [m for m in merged if m[0].name.lower() == (fts.content or "").lower()]
-        if not rows:
-            continue
-        t = rows[0][0]
-        by_key = fts.content_rowid.lower() == "rowid" and t.key_kind not in ("int", "rowid")
-        if by_key or any(key is None for _t, key, _b, _a in rows):  # (no rowid to go by)
-            q = quote_ident(fts.name)
-            conn.execute(f"INSERT INTO main.{q}({q}) VALUES ('rebuild')")
-            continue
-        column = next((c for c in t.column_names if c.lower() == fts.content_rowid.lower()), None)
-        for _t, key, before, after in rows:
-            assert key is not None  # (checked above)
-            old = before.get(column) if column and before else key[0]
-            new = after.get(column) if column and after else key[0]
-            worldfts.index_merged(conn, fts, before, after, old, new)
 
 
 def check_keys(

@@ -6,7 +6,8 @@ says: ``7``, ``red``, ``17,3``, or a JSON array of the key's values (``["a,b",3]
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import apsw
@@ -24,8 +25,11 @@ from . import events, faults, guard, worlds
 from .branchref import BranchRef
 from .codec import db_row, parse_id, row_key
 from .db import Database, Session, Where
+from .fetch import all_rows
+from .schema import virtual
 from .schema.catalog import ROWID_COL, TableInfo
 from .shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
+from .world import fts as worldfts
 from .world import placement
 from .world import sql as worldsql
 from .world.views import key_view
@@ -366,3 +370,64 @@ def base_row(
     if frozen is not None:
         return frozen[1], frozen[2]
     return main_as_of(conn, n, t, key, world.base.get(n, 0)), None
+
+
+# --- rows written as data ---------------------------------------------------------------------
+
+# A row written as data: its table, its key there, the row before and after (None: no row)
+Written = tuple[TableInfo, tuple | None, dict | None, dict | None]
+
+
+@contextmanager
+def as_data(session: Session) -> Iterator[None]:
+    """Inside the caller's write transaction: rows written as data, as replication writes them
+    (a merge, a restore, a rollback, an undo): on main the app's triggers are taken off and put
+    back, as they were, before it commits (nobody else sees them gone; a failure rolls their
+    removal back too); on a world its triggers are told (``replica``) to write the rows alone."""
+    conn = session.conn
+    if session.world is not None:
+        conn.execute(f"UPDATE {worldsql.CTX} SET replica = 1")
+        try:
+            yield
+        finally:
+            conn.execute(f"UPDATE {worldsql.CTX} SET replica = 0")
+        return
+    triggers = all_rows(
+        conn.execute(
+            "select name, sql from main.sqlite_schema where type = 'trigger' "
+            "and name not like '\\_chronos\\_%' escape '\\' order by rowid"
+        )
+    )
+    for name, _sql in triggers:
+        conn.execute(f"DROP TRIGGER main.{quote_ident(name)}")
+    yield
+    for _name, sql in triggers:  # (in their order: SQLite fires the newest first)
+        conn.execute(sql)
+
+
+def reindex_fts(session: Session, merged: list[Written]) -> None:
+    """The indexes of main's external-content FTS5 tables, for the rows written as data to
+    their content tables (``merged``: each row's table, key there, row before and after), as the
+    app's triggers would have kept them. A world's own FTS5 copies are made anew instead."""
+    if session.world is not None:
+        session.built_for = None  # (placed again at its next call: its copies rebuilt)
+        return
+    conn = session.conn
+    for fts in virtual.fts_tables(conn):
+        if fts.kind != "external":
+            continue
+        rows = [m for m in merged if m[0].name.lower() == (fts.content or "").lower()]
+        if not rows:
+            continue
+        t = rows[0][0]
+        by_key = fts.content_rowid.lower() == "rowid" and t.key_kind not in ("int", "rowid")
+        if by_key or any(key is None for _t, key, _b, _a in rows):  # (no rowid to go by)
+            q = quote_ident(fts.name)
+            conn.execute(f"INSERT INTO main.{q}({q}) VALUES ('rebuild')")
+            continue
+        column = next((c for c in t.column_names if c.lower() == fts.content_rowid.lower()), None)
+        for _t, key, before, after in rows:
+            assert key is not None  # (checked above)
+            old = before.get(column) if column and before else key[0]
+            new = after.get(column) if column and after else key[0]
+            worldfts.index_merged(conn, fts, before, after, old, new)

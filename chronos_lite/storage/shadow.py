@@ -200,7 +200,7 @@ def _conflict_conditions(t: TableInfo, new: str) -> list[str]:
     return conds
 
 
-HISTORY_TRIGGERS = ("ai", "au", "ad", "bi", "bu")
+HISTORY_TRIGGERS = ("ai", "ub", "au", "ad", "bi", "bu")
 
 
 def trigger_name(n: int, suffix: str) -> str:
@@ -223,11 +223,14 @@ def main_triggers(t: TableInfo, n: int) -> dict[str, str]:
     q = quote_ident(t.fts_content or t.name)  # (an FTS5 table's rows: its content table's)
     old_key = t.main_key("OLD.")
     new_key = t.main_key("NEW.")
-    ai, au, ad, bi, bu = trigger_names(n)
+    ai, ub, au, ad, bi, bu = trigger_names(n)
     trig = {
         ai: f"CREATE TRIGGER {ai} AFTER INSERT ON {q} BEGIN {_absence_insert(t, n, 'NEW')}; END",
+        # The row's image before an update is kept BEFORE it: an app's AFTER UPDATE trigger
+        # that updates the same row (an updated_at stamp) fires before any AFTER trigger of
+        # ours could, and its own update's image (the row half changed) would come first.
+        ub: f"CREATE TRIGGER {ub} BEFORE UPDATE ON {q} BEGIN {_history_insert(t, n, 'OLD')}; END",
         au: f"CREATE TRIGGER {au} AFTER UPDATE ON {q} BEGIN "
-        f"{_history_insert(t, n, 'OLD')}; "
         f"{_absence_insert(t, n, 'NEW', f'{old_key} IS NOT {new_key}')}; "
         f"{_counter_follows(t, old_key, new_key)}END",
         ad: f"CREATE TRIGGER {ad} AFTER DELETE ON {q} BEGIN {_history_insert(t, n, 'OLD')}; END",
@@ -414,6 +417,15 @@ def ensure_autoincrement(conn: apsw.Connection, t: TableInfo) -> bool:
     return True
 
 
+# A table whose history triggers were made before an update's image was kept BEFORE it
+_OLD_HISTORY_TRIGGERS = (
+    "select 1 from sqlite_schema as au where au.type = 'trigger' "
+    "and au.name glob '_chronos_t*_au' and not exists (select 1 from sqlite_schema as ub "
+    "where ub.type = 'trigger' and ub.name = substr(au.name, 1, length(au.name) - 2) || 'ub') "
+    "limit 1"
+)
+
+
 def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> None:
     """Chronos' own tables added since the file was made (a read when there are none); each
     change in a write transaction (``write``: the database's)."""
@@ -429,6 +441,9 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
     if have < 12:
         with write(conn):
             install_base(conn)
+    if conn.execute(_OLD_HISTORY_TRIGGERS).fetchall():  # (the next call's sync remakes them)
+        with write(conn):
+            conn.execute("delete from _chronos_meta where key = 'synced_schema'")
     if not conn.execute(
         "select 1 from pragma_table_info('_chronos_worlds') where name = 'rebased'"
     ).fetchall():
