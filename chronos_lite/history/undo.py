@@ -21,6 +21,7 @@ from ..storage.codec import row_key
 from ..storage.db import Database
 from ..storage.fetch import all_rows, one_row
 from ..storage.rows import base_row, view_row
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table, world_history_table
 from .restore import rewriting
 
@@ -70,7 +71,7 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                     continue
                 name, t = tables[n]
                 key = tuple(_value(v) for v in json.loads(key_text))
-                if view_row(session, n, t, key) != _row(row_after):
+                if _given(t, view_row(session, n, t, key)) != _given(t, _row(row_after)):
                     done.skipped.append(row_key(t, key))
                     continue
                 todo.append((n, t, key, _row(row_after), _row(row_before)))
@@ -284,3 +285,8 @@ def _undo_on(
         done.branches.append(branch)
     finally:
         db.end_call(session)
+
+
+def _given(t: TableInfo, row: dict | None) -> dict | None:
+    """A row's values but its generated columns' (SQLite computes those from the rest)."""
+    return None if row is None else {k: v for k, v in row.items() if k not in t.generated}

@@ -268,7 +268,8 @@ def change_sql(c: Change) -> str:
         return f"DELETE FROM {table} WHERE {_where(c.t, c.key)};"
     assert c.ours is not None  # not a delete
     if c.kind == "update":
-        sets = ", ".join(f"{quote_ident(f)} = {literal(c.ours[f])}" for f in c.fields)
+        given = [f for f in c.fields if f not in c.t.generated]  # (SQLite computes those)
+        sets = ", ".join(f"{quote_ident(f)} = {literal(c.ours[f])}" for f in given)
         return f"UPDATE {table} SET {sets} WHERE {_where(c.t, c.key)};"
     cols = [k for k in c.ours if k not in c.t.generated]
     names = ", ".join(quote_ident(k) for k in cols)

@@ -5,12 +5,15 @@ rows two worlds insert never collide."""
 
 from __future__ import annotations
 
-from ...sqltext import quote_ident, quote_literal
-from ..schema.catalog import ROWID_COL, TableInfo
+from ...sqltext import quote_ident, quote_literal, tokens
+from ..schema.catalog import ROWID_COL, Column, TableInfo
 from ..shadow import DEAD, NOW, OP, SEQ, TIME, WORLD, history_table, overlay_table
 from ..shadow import world_history_table as wh_table
 from .context import CLOCK
 from .state import hidden_table, live_table
+
+WORDS = ("word", "name")
+ROWID_NAMES = {"rowid", "oid", "_rowid_"}
 
 
 def checked_int(expr: str) -> str:
@@ -95,6 +98,9 @@ def write_row(
     o = f"main.{overlay_table(n)}"
     cols = [t.col(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
+    for c, value in computed(t, values):
+        cols.append(t.col(c.name))
+        vals.append(value)
     if t.key_kind == "rowid":
         cols.append(quote_ident(ROWID_COL))
         vals.append(key[0])
@@ -170,3 +176,31 @@ def _remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> s
         f"FROM (SELECT {picked} {tail}) AS _s LEFT JOIN {o} AS _o "
         f"ON _o.{WORLD} = {world} AND {on}"
     )
+
+
+def computed(t: TableInfo, values: dict[str, str]) -> list[tuple[Column, str]]:
+    """The table's generated columns, each as an expression over the row's values (``values``:
+    each writable column's), so the overlay entry holds what SQLite would compute: diff, merge
+    preview and undo read the row as main would hold it. One that reads another is computed
+    after it; one that reads the rowid (or can't be ordered) is left out: NULL in the entry, as
+    before (the world's views compute every one anyway)."""
+    known = {c.name.lower(): (c.name, values[c.name]) for c in t.writable}
+    waiting = [c for c in t.columns if c.generated and c.expression]
+    generated = {c.name.lower() for c in waiting}
+    out: list[tuple[Column, str]] = []
+    while waiting:
+        ready = [c for c in waiting if _reads(c) & (generated | ROWID_NAMES) <= set(known)]
+        if not ready:
+            break
+        for c in ready:
+            row = ", ".join(f"{value} AS {quote_ident(name)}" for name, value in known.values())
+            value = f"(SELECT {c.expression} FROM (SELECT {row}))"
+            known[c.name.lower()] = (c.name, value)
+            out.append((c, value))
+            waiting.remove(c)
+    return out
+
+
+def _reads(c: Column) -> set[str]:
+    """The words of a generated column's expression (its columns among them), lower-case."""
+    return {text.lower() for text, kind, _s, _e in tokens(c.expression or "") if kind in WORDS}
