@@ -90,11 +90,35 @@ def cell(value: Any) -> str:
     return terminal(str(value))
 
 
+# A value a table (or a diff's line) shows is cut past this many characters, a BLOB's hex too:
+# a person can't read a 100 KB cell, and every row of a table is padded to its widest one. The
+# data beside the text (--json, MCP's structuredContent) keeps every value whole.
+SHOWN_CHARS = 200
+CUT_NOTE = (
+    "(values over {n} characters are cut here (…); the data beside this text has them whole "
+    "(--json, structuredContent), or read one in parts: substr(column, 1, 5000), length(column))"
+)
+
+
+def shown(text: str, value: Any = None) -> str:
+    """A value's text (``cell``'s, or its JSON) as a table or a diff's line shows it: cut past
+    SHOWN_CHARS, with how long the whole is (``value``: the value, to say it of a BLOB in
+    bytes)."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    size = len(value) if isinstance(value, bytes | str) else len(text)
+    unit = "bytes" if isinstance(value, bytes) or blob_hex(value) is not None else "characters"
+    if unit == "bytes" and not isinstance(value, bytes):
+        size = len(blob_hex(value) or "") // 2
+    return f"{text[:SHOWN_CHARS]}… ({size:,} {unit})"
+
+
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A psql-style aligned table ending in ``(n rows)``. Numbers right-aligned; what a
-    terminal would obey or not show, escaped."""
+    terminal would obey or not show, escaped; a value past SHOWN_CHARS cut, and a note says so."""
     columns = [terminal(c) for c in columns]
-    texts = [[cell(v) for v in row] for row in rows]
+    whole = [[cell(v) for v in row] for row in rows]
+    texts = [[shown(t, v) for t, v in zip(tr, row)] for tr, row in zip(whole, rows)]
     numeric = [
         all(
             isinstance(row[i], int | float) and not isinstance(row[i], bool)
@@ -123,6 +147,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
             lines.append(_join(parts, [k < len(c) - 1 for c in cells]))
     n = len(rows)
     lines.append(f"({n} row{'s' if n != 1 else ''})")
+    if any(t != w for tr, wr in zip(texts, whole) for t, w in zip(tr, wr)):
+        lines.append(CUT_NOTE.format(n=SHOWN_CHARS))
     return "\n".join(lines)
 
 

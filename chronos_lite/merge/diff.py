@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BAD_ARGUMENT, ChronosError
-from ..render import json_row, json_value, row_json
+from ..render import SHOWN_CHARS, json_row, json_value, row_json, shown
 from ..sqltext import literal, quote_ident
 from ..storage.branchref import MAIN, BranchRef
 from ..storage.codec import sort_key
@@ -208,11 +208,20 @@ def diff(db: Database, world: World, tables: set[str] | None = None) -> Diff:
 
 
 def show(value: Any) -> str:
-    return json.dumps(json_value(value), ensure_ascii=False)
+    """A value as a diff's line shows it: its JSON, cut past render.SHOWN_CHARS (the data beside
+    the text keeps it whole)."""
+    return shown(json.dumps(json_value(value), ensure_ascii=False), value)
 
 
 def row_text(row: dict | None) -> str:
-    return "(none)" if row is None else row_json(row)
+    """A row as a diff's line shows it: one line of JSON, each long value cut."""
+    if row is None:
+        return "(none)"
+    whole = row_json(row)
+    if len(whole) <= SHOWN_CHARS:
+        return whole
+    fields = (f"{json.dumps(k, ensure_ascii=False)}: {show(v)}" for k, v in row.items())
+    return "{" + ", ".join(fields) + "}"
 
 
 def change_line(c: Change) -> str:
