@@ -87,18 +87,31 @@ def _json(data: Any) -> str:
     )
 
 
+# What adopting a file changes in the app's schema, and why (nothing else is changed)
+ADOPTED = (
+    "made the integer primary key of {tables} AUTOINCREMENT, so no id is used twice (a world's "
+    "new row can't take an id main deleted); nothing else of the schema changed"
+)
+KEY_MOVED = " but the PRIMARY KEY clause of {tables}, now on its column (the same key)"
+
+
 def _init(argv: list[str]) -> int:
     parser = Parser(prog="chronos init", add_help=False)
     parser.add_argument("folder")
     parser.add_argument("--from", dest="source", default=None)
     ns = parser.parse_intermixed_args(argv)
-    create(ns.folder, ns.source)
+    created = create(ns.folder, ns.source)
     with open_folder(ns.folder) as db:
         tables = sorted(db.tables())
     noun = "table" if len(tables) == 1 else "tables"
     listing = f": {', '.join(tables)}" if tables else ""
     adopted = f" from {ns.source} ({len(tables)} {noun}{listing})" if ns.source else ""
     print(render.terminal(f"created chronos database {ns.folder}{adopted}"))
+    if created.autoincrement:
+        said = ADOPTED.format(tables=", ".join(created.autoincrement))
+        if created.key_moved:
+            said += KEY_MOVED.format(tables=", ".join(created.key_moved))
+        print(render.terminal(said))
     return 0
 
 

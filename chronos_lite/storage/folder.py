@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -12,7 +14,17 @@ from . import schemasync, shadow
 from .db import DB_FILE
 
 
-def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Path:
+@dataclass(frozen=True)
+class Created:
+    path: Path
+    # the adopted tables whose integer primary key chronos made AUTOINCREMENT (nothing else of
+    # the app's schema is changed), and of those, the ones whose table PRIMARY KEY clause went
+    # onto its column (where SQLite takes AUTOINCREMENT)
+    autoincrement: list[str]
+    key_moved: list[str]
+
+
+def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None) -> Created:
     """Create a database folder (and its one SQLite file); ``from_file`` becomes main."""
     folder = Path(folder)
     path = folder / DB_FILE
@@ -40,8 +52,10 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
             src.close()
         conn.execute("pragma journal_mode = wal")
         conn.execute("BEGIN IMMEDIATE")
+        before = _tables_sql(conn)
         shadow.install_base(conn)
         schemasync.sync(conn)
+        after = _tables_sql(conn)
         conn.execute("COMMIT")
         conn.close()
         os.replace(tmp, path)
@@ -51,7 +65,22 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
     finally:
         for suffix in ("-wal", "-shm", "-journal"):
             _remove(Path(str(tmp) + suffix))
-    return path
+    changed = sorted(name for name, sql in before.items() if after.get(name) != sql)
+    moved = [name for name in changed if _without_autoincrement(after[name]) != before[name]]
+    return Created(path, changed, moved)
+
+
+def _without_autoincrement(sql: str) -> str:
+    return re.sub(r"\s+AUTOINCREMENT\b", "", sql, flags=re.IGNORECASE)
+
+
+def _tables_sql(conn: apsw.Connection) -> dict[str, str]:
+    """The app's tables' CREATE statements, by name."""
+    rows = conn.execute(
+        "select name, sql from sqlite_schema where type = 'table' "
+        "and name not like 'sqlite!_%' escape '!' and name not like '!_chronos!_%' escape '!'"
+    )
+    return {str(name): str(sql) for name, sql in rows}
 
 
 def _check_sqlite(source: Path) -> None:
