@@ -226,9 +226,13 @@ class Database:
         ).fetchone()
         if synced and synced[0] == version:
             self._tables = self._read_tables(conn)
-        else:
+        else:  # another client changed main's schema: followed, and kept in history
             with self.write(conn):
                 self._sync(conn)
+                changed = schemasync.snapshot(conn)
+                if changed:
+                    detail = {"table": ", ".join(changed), "directly": True}
+                    events.record(conn, 0, "schema", events.APP, 0, detail)
         self._schema_version = one_row(conn.execute("pragma main.schema_version"))[0]
         self._trust(self._main)
 
@@ -236,6 +240,11 @@ class Database:
         """Shadow objects in line with main's schema (in the caller's write transaction)."""
         self._tables = schemasync.sync(conn)
         self._trust(self._main)
+
+    def _sync_own(self, conn: apsw.Connection) -> None:
+        """The same after a schema change of chronos' own call (which records its own event)."""
+        self._sync(conn)
+        schemasync.snapshot(conn)
 
     def _history_triggers(self) -> frozenset[str]:
         """Main's history triggers: chronos' triggers that every connection's guard trusts."""
@@ -257,9 +266,9 @@ class Database:
         so the new or changed table is versioned from its first row."""
         if conn.get_autocommit():
             with self.write(conn):
-                self._sync(conn)
+                self._sync_own(conn)
         else:
-            self._sync(conn)
+            self._sync_own(conn)
         self._schema_version = None
 
     def tables_for(

@@ -226,7 +226,8 @@ def describe(e: dict[str, Any]) -> str:
     part = " (part of it)" if d.get("partial") else ""
     if e["event"] in ("write", "schema"):
         if d.get("directly"):
-            return f"{d['table']}: written directly, not through chronos"
+            done = "schema changed" if e["event"] == "schema" else "written"
+            return f"{d['table']}: {done} directly, not through chronos"
         return d.get("sql") or d.get("put") and f"put {d['put']}" or f"delete {d.get('delete')}"
     words = {
         "fork": lambda: f"forked from {d.get('from')}",

@@ -52,10 +52,11 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
             src.close()
         conn.execute("pragma journal_mode = wal")
         conn.execute("BEGIN IMMEDIATE")
-        before = _tables_sql(conn)
+        before = schemasync.app_tables_sql(conn)
         shadow.install_base(conn)
         schemasync.sync(conn)
-        after = _tables_sql(conn)
+        schemasync.snapshot(conn)  # (what the app changes later, past chronos, is told apart)
+        after = schemasync.app_tables_sql(conn)
         conn.execute("COMMIT")
         conn.close()
         os.replace(tmp, path)
@@ -72,15 +73,6 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
 
 def _without_autoincrement(sql: str) -> str:
     return re.sub(r"\s+AUTOINCREMENT\b", "", sql, flags=re.IGNORECASE)
-
-
-def _tables_sql(conn: apsw.Connection) -> dict[str, str]:
-    """The app's tables' CREATE statements, by name."""
-    rows = conn.execute(
-        "select name, sql from sqlite_schema where type = 'table' "
-        "and name not like 'sqlite!_%' escape '!' and name not like '!_chronos!_%' escape '!'"
-    )
-    return {str(name): str(sql) for name, sql in rows}
 
 
 def _check_sqlite(source: Path) -> None:

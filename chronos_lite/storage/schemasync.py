@@ -142,6 +142,30 @@ def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
     return out
 
 
+def app_tables_sql(conn: apsw.Connection) -> dict[str, str]:
+    """The app's tables' CREATE statements, by name (chronos' and SQLite's own left out)."""
+    rows = conn.execute(
+        "select name, sql from sqlite_schema where type = 'table' "
+        "and name not like 'sqlite!_%' escape '!' and name not like '!_chronos!_%' escape '!'"
+    )
+    return {str(name): str(sql) for name, sql in rows}
+
+
+def snapshot(conn: apsw.Connection) -> list[str]:
+    """The app's tables as their CREATE statements, kept beside the sync (in its transaction):
+    the tables whose statement is new, changed or gone since the last one, by name. Nothing is
+    named the first time (no snapshot yet: a file made before chronos kept one)."""
+    now = app_tables_sql(conn)
+    kept = conn.execute("select value from _chronos_meta where key = 'synced_tables'").fetchone()
+    conn.execute(
+        "insert or replace into _chronos_meta values ('synced_tables', ?)", (json.dumps(now),)
+    )
+    if kept is None:
+        return []
+    before = json.loads(kept[0])
+    return sorted(name for name in {*before, *now} if before.get(name) != now.get(name))
+
+
 def _install_triggers(conn: apsw.Connection, t: TableInfo, n: int) -> None:
     wanted = main_triggers(t, n)
     have = dict(
