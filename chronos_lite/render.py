@@ -102,23 +102,36 @@ CUT_NOTE = (
 
 def shown(text: str, value: Any = None) -> str:
     """A value's text (``cell``'s, or its JSON) as a table or a diff's line shows it: cut past
-    SHOWN_CHARS, with how long the whole is (``value``: the value, to say it of a BLOB in
-    bytes)."""
+    SHOWN_CHARS, with how long the whole is (``value``: the value, a BLOB's told in bytes)."""
     if len(text) <= SHOWN_CHARS:
         return text
-    size = len(value) if isinstance(value, bytes | str) else len(text)
-    unit = "bytes" if isinstance(value, bytes) or blob_hex(value) is not None else "characters"
-    if unit == "bytes" and not isinstance(value, bytes):
-        size = len(blob_hex(value) or "") // 2
-    return f"{text[:SHOWN_CHARS]}… ({size:,} {unit})"
+    hexed = value.hex() if isinstance(value, bytes) else blob_hex(value)
+    if hexed is not None:
+        whole = f"{len(hexed) // 2:,} bytes"
+    else:
+        whole = f"{len(value) if isinstance(value, str) else len(text):,} characters"
+    return f"{text[:SHOWN_CHARS]}… ({whole})"
+
+
+def shown_cells(rows: Sequence[Sequence[Any]]) -> tuple[list[list[str]], str | None]:
+    """Each row's cells as a table (or a record) shows them, and the note to put under them if
+    a value was cut (None: none was)."""
+    texts, cut = [], False
+    for row in rows:
+        cells = []
+        for value in row:
+            whole = cell(value)
+            cells.append(shown(whole, value))
+            cut = cut or len(whole) > SHOWN_CHARS
+        texts.append(cells)
+    return texts, CUT_NOTE.format(n=SHOWN_CHARS) if cut else None
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A psql-style aligned table ending in ``(n rows)``. Numbers right-aligned; what a
     terminal would obey or not show, escaped; a value past SHOWN_CHARS cut, and a note says so."""
     columns = [terminal(c) for c in columns]
-    whole = [[cell(v) for v in row] for row in rows]
-    texts = [[shown(t, v) for t, v in zip(tr, row)] for tr, row in zip(whole, rows)]
+    texts, note = shown_cells(rows)
     numeric = [
         all(
             isinstance(row[i], int | float) and not isinstance(row[i], bool)
@@ -147,8 +160,8 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
             lines.append(_join(parts, [k < len(c) - 1 for c in cells]))
     n = len(rows)
     lines.append(f"({n} row{'s' if n != 1 else ''})")
-    if any(t != w for tr, wr in zip(texts, whole) for t, w in zip(tr, wr)):
-        lines.append(CUT_NOTE.format(n=SHOWN_CHARS))
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 

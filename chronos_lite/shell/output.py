@@ -24,8 +24,7 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         return "(0 rows)"
     columns = [render.terminal(c) for c in columns]
     width = max(len(c) for c in columns) if columns else 0
-    whole = [[render.cell(v) for v in row] for row in rows]
-    values = [[render.shown(t, v) for t, v in zip(tr, row)] for tr, row in zip(whole, rows)]
+    values, note = render.shown_cells(rows)
     longest = max((len(v) for row in values for v in row), default=0)
     lines = []
     for n, row in enumerate(values, start=1):
@@ -35,8 +34,8 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
             first, *more = value.split("\n") or [""]
             lines.append(f"{column.ljust(width)} | {first}".rstrip())
             lines.extend(f"{' ' * width} | {line}".rstrip() for line in more)
-    if values != whole:
-        lines.append(render.CUT_NOTE.format(n=render.SHOWN_CHARS))
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 

@@ -228,23 +228,19 @@ class Database:
             self._tables = self._read_tables(conn)
         else:  # another client changed main's schema: followed, and kept in history
             with self.write(conn):
-                self._sync(conn)
-                changed = schemasync.snapshot(conn)
+                changed = self._sync(conn)
                 if changed:
                     detail = {"table": ", ".join(changed), "directly": True}
                     events.record(conn, 0, "schema", events.APP, 0, detail)
         self._schema_version = one_row(conn.execute("pragma main.schema_version"))[0]
         self._trust(self._main)
 
-    def _sync(self, conn: apsw.Connection) -> None:
-        """Shadow objects in line with main's schema (in the caller's write transaction)."""
+    def _sync(self, conn: apsw.Connection) -> list[str]:
+        """Shadow objects in line with main's schema (in the caller's write transaction); the
+        app's tables whose CREATE statement changed since the last sync."""
         self._tables = schemasync.sync(conn)
         self._trust(self._main)
-
-    def _sync_own(self, conn: apsw.Connection) -> None:
-        """The same after a schema change of chronos' own call (which records its own event)."""
-        self._sync(conn)
-        schemasync.snapshot(conn)
+        return schemasync.snapshot(conn)
 
     def _history_triggers(self) -> frozenset[str]:
         """Main's history triggers: chronos' triggers that every connection's guard trusts."""
@@ -263,12 +259,13 @@ class Database:
 
     def follow_schema(self, conn: apsw.Connection) -> None:
         """Follow a schema change a sql call just made: inside its transaction if it has one,
-        so the new or changed table is versioned from its first row."""
+        so the new or changed table is versioned from its first row (the call records its own
+        event of the change)."""
         if conn.get_autocommit():
             with self.write(conn):
-                self._sync_own(conn)
+                self._sync(conn)
         else:
-            self._sync_own(conn)
+            self._sync(conn)
         self._schema_version = None
 
     def tables_for(
