@@ -7,9 +7,11 @@ text is what every front end shows (the shell's output for the same command)."""
 from __future__ import annotations
 
 from .. import render
+from ..errors import BAD_ARGUMENT, ChronosError
 from ..history import prune, restore, undo
 from ..storage import events, moments
 from ..storage.db import Database
+from ..storage.world import state as worldstate
 from . import agentrights
 from .registry import Caller, Reply, operation
 
@@ -110,10 +112,14 @@ def undo_merge_op(db: Database, args: dict, caller: Caller) -> Reply:
     "config",
     "Show or change a setting",
     "Shows or changes a setting of the database: retention, how long every version of every "
-    "row is kept (default 7 days); expired history is pruned in the background.",
+    "row is kept (default 7 days; expired history is pruned in the background); whole_rows, "
+    "the most rows of a changed table a world's connection copies whole, to read it as fast "
+    "as main (default 100000; a bigger table reads main's rows and the world's apart).",
     mcp=False,
 )
 def config_op(db: Database, args: dict, caller: Caller) -> Reply:
+    if args["setting"] == "whole_rows":
+        return _whole_rows(db, args.get("value"))
     conn = db.main.conn
     if args.get("value") is not None:
         seconds = moments.parse_span(args["value"])
@@ -123,6 +129,27 @@ def config_op(db: Database, args: dict, caller: Caller) -> Reply:
     kept = moments.retention(conn)
     text = f"retention: {moments.show_span(kept)} (every version of every row is kept that long)"
     return Reply(text, {"retention": moments.show_span(kept), "seconds": kept})
+
+
+def _whole_rows(db: Database, value: str | None) -> Reply:
+    conn = db.main.conn
+    if value is not None:
+        if not value.strip().isdigit():
+            raise ChronosError(
+                f"whole_rows is a number of rows (e.g. 50000; 0: no table is copied whole), "
+                f"not {value!r}",
+                BAD_ARGUMENT,
+            )
+        with db.write(conn):
+            conn.execute(
+                "insert or replace into _chronos_meta values ('whole_rows', ?)", (int(value),)
+            )
+    rows = worldstate.whole_rows(conn)
+    text = (
+        f"whole_rows: {rows} (a world's connection copies a changed table of at most {rows} "
+        "rows whole; worlds opened from now on)"
+    )
+    return Reply(text, {"whole_rows": rows})
 
 
 @operation(

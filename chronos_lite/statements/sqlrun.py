@@ -276,7 +276,7 @@ def _run_statement(call: _Call, stmt: str) -> StatementResult:
     if "OF" in sqltext.all_words(stmt):
         stmt = timetravel.as_of(db, session, stmt)
     elif session.world is not None and words[:1] == ["SELECT"]:
-        stmt = worldrun.counted(session, stmt)
+        stmt = worldrun.unindexed(session, worldrun.counted(session, stmt))
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words and call.access.write:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say

@@ -41,7 +41,53 @@ def counted(session: Session, stmt: str) -> str:
     table = worldschema.find_table(session.schema.tables, name)
     if table is None or table[1] not in session.materialized or table[2].fts_content:
         return stmt
-    return worldstate.count_select(session.conn, table[2], table[1], found.group(1))
+    n = table[1]
+    return worldstate.count_select(session.conn, table[2], n, found.group(1), n in session.whole)
+
+
+def unindexed(session: Session, stmt: str) -> str:
+    """A read that names a whole copy with ``NOT INDEXED`` (``t NOT INDEXED``, ``t AS a NOT
+    INDEXED``): SQLite drops the clause on a view, so the name is swapped for the copy's view
+    that scans the copy in key order, as the clause scans a table."""
+    if "INDEXED" not in sqltext.all_words(stmt) or session.schema is None or not session.whole:
+        return stmt
+    found = sqltext.tokens(stmt)
+    out, at = [], 0
+    for i in range(2, len(found) - 1):
+        if found[i][0].upper() != "NOT" or found[i + 1][0].upper() != "INDEXED":
+            continue
+        named = _named_before(found, i)
+        if named is None:
+            continue
+        (name, _kind, start, _end), alias = named
+        table = worldschema.find_table(session.schema.tables, name)
+        if table is None or table[1] not in session.whole:
+            continue
+        alias = alias or sqltext.quote_ident(name)
+        out += [stmt[at:start], f"temp.{worldstate.unindexed_view(table[1])} AS {alias}"]
+        at = found[i + 1][3]
+    return "".join(out) + stmt[at:]
+
+
+def _named_before(found: list, i: int) -> tuple[tuple, str | None] | None:
+    """The table (its token) and the alias (as written) before the ``NOT`` at ``i``: None for a
+    qualified name (``main.t`` is main's)."""
+    last, before = found[i - 1], found[i - 2]
+    if last[1] not in ("word", "name"):
+        return None
+    if before[0].upper() == "AS" and i >= 3:
+        table, alias = found[i - 3], last
+    elif before[1] in ("word", "name") and before[0].upper() not in _CLAUSES:
+        table, alias = before, last
+    else:
+        table, alias = last, None
+    at = found.index(table)
+    if at > 0 and found[at - 1][0] == ".":
+        return None
+    return table, (None if alias is None else sqltext.quote_ident(alias[0]))
+
+
+_CLAUSES = {"FROM", "JOIN", "UPDATE", "INTO"}
 
 
 def ended(conn: apsw.Connection, commit: Callable[[apsw.Connection], Any]) -> None:

@@ -6,7 +6,7 @@ overlays, triggers, world views) are generated from these descriptions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import apsw
 
@@ -30,6 +30,12 @@ class Column:
     # A column a world renamed keeps its storage name (main's table, history, overlay):
     # ``stored`` is that name, empty when it is the column's own
     stored: str = ""
+    collation: str = ""  # its COLLATE sequence, empty for BINARY (a copy of it must keep it)
+
+    def declared(self) -> str:
+        """Its type and collation, as a copy of the column declares them."""
+        collate = f" COLLATE {self.collation}" if self.collation else ""
+        return f"{self.decltype}{collate}".strip()
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,16 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
     ):
         if hidden == 1:
             continue
-        cols.append(Column(cname, ctype or "", bool(notnull), dflt, hidden in (2, 3)))
+        cols.append(
+            Column(
+                cname,
+                ctype or "",
+                bool(notnull),
+                dflt,
+                hidden in (2, 3),
+                collation=_collation(conn, name, cname),
+            )
+        )
         if pkpos:
             pk.append((pkpos, cname))
     pk_names = tuple(c for _, c in sorted(pk))
@@ -193,12 +208,7 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
     )[0]
     if any(c.generated for c in cols):
         expressions = generated_expressions(sql)
-        cols = [
-            Column(c.name, c.decltype, c.notnull, c.default, True, expressions.get(c.name))
-            if c.generated
-            else c
-            for c in cols
-        ]
+        cols = [replace(c, expression=expressions.get(c.name)) if c.generated else c for c in cols]
     row = conn.execute(
         "select wr from pragma_table_list where schema = 'main' and name = ?", (name,)
     ).fetchone()
@@ -232,6 +242,11 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         sql=sql,
         rules=read_rules(conn, "main", name, sql),
     )
+
+
+def _collation(conn: apsw.Connection, table: str, column: str) -> str:
+    collation = conn.column_metadata("main", table, column)[1] or ""
+    return "" if collation.upper() == "BINARY" else collation
 
 
 def _fts_info(conn: apsw.Connection, name: str) -> TableInfo:

@@ -61,6 +61,7 @@ class Session:
     # file's data_version (unchanged: nobody else wrote since)
     seen: int | None = None
     materialized: set[int] = field(default_factory=set)
+    whole: set[int] = field(default_factory=set)  # materialized as a whole copy (world.state)
     synced: dict[int, int] = field(default_factory=dict)
     data_version: int | None = None
     # The token placement last wrote with the TEMP objects it made (``placement.intact``)
@@ -97,7 +98,14 @@ def place(
     kept = _users_views(session)
     _clear(conn)
     session.materialized = _materialized(conn, schema, world, main_tables) if writable else set()
-    made, own = world_objects(schema, world.id, world.base, writable, at, session.materialized)
+    session.whole = {
+        n
+        for _name, (n, t) in schema.tables.items()
+        if n in session.materialized and worldstate.copies_whole(conn, t)
+    }
+    made, own = world_objects(
+        schema, world.id, world.base, writable, at, session.materialized, session.whole
+    )
     try:
         for stmt in made:
             conn.execute(stmt)
@@ -106,7 +114,9 @@ def place(
     session.synced = {}
     for _name, (n, t) in schema.tables.items():
         if n in session.materialized:
-            session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0))
+            session.synced[n] = worldstate.fill(
+                conn, t, n, world.id, world.base.get(n, 0), n in session.whole
+            )
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
     copies = set()
@@ -174,12 +184,15 @@ def materialize(session: Session, n: int) -> None:
     statement is about to write it, or main changed it since the fork)."""
     assert session.schema is not None and session.world is not None  # (a placed world)
     conn, schema, world = session.conn, session.schema, session.world
-    made, names = table_objects(schema, world_table(schema, world.id, n))
+    t = next(t for m, t in schema.tables.values() if m == n)
+    whole = worldstate.copies_whole(conn, t)
+    made, names = table_objects(schema, world_table(schema, world.id, n), whole)
     for stmt in made:
         conn.execute(stmt)
-    t = next(t for m, t in schema.tables.values() if m == n)
-    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0))
+    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0), whole)
     session.materialized.add(n)
+    if whole:
+        session.whole.add(n)
     guard.install(conn).trusted |= frozenset(names)
     _own_now(session)
 
@@ -198,7 +211,7 @@ def sync(session: Session) -> None:
     for _name, (n, t) in schema.tables.items():
         if n in session.materialized:
             session.synced[n] = worldstate.pin(
-                conn, t, n, world.base.get(n, 0), session.synced.get(n, 0)
+                conn, t, n, world.base.get(n, 0), session.synced.get(n, 0), n in session.whole
             )
         elif worldstate.differs(conn, n, world.id, world.base.get(n, 0)):
             materialize(session, n)

@@ -79,10 +79,12 @@ def world_objects(
     writable: bool = True,
     at: float | None = None,
     materialized: set[int] | frozenset[int] = frozenset(),
+    whole: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[list[str], set[str]]:
     """Every TEMP statement that puts a connection on the world, and the names of chronos' own
     triggers among them (the guard trusts those). Writable: the ``materialized`` tables get
-    their TEMP tables, views and triggers (``table_objects``); the others are main's own.
+    their TEMP tables, views and triggers (``table_objects``; the ``whole`` ones read a whole
+    copy); the others are main's own.
     Not ``writable``: every table's view as of ``base`` (main as it was at a moment: world 0,
     no overlay; or a world at moment ``at``: its history)."""
     out: list[str] = []
@@ -102,22 +104,30 @@ def world_objects(
     writers = world_tables(schema, world)
     for _name, (n, _t) in sorted(schema.tables.items()):
         if n in materialized:
-            made, names = table_objects(schema, writers[n])
+            made, names = table_objects(schema, writers[n], n in whole)
             out += made
             trusted |= names
     return out, trusted
 
 
-def table_objects(schema: BranchSchema, wt: WorldTable) -> tuple[list[str], set[str]]:
-    """A materialized table's objects: its TEMP tables, its views, the triggers that write it
-    (and the app's, on their event tables); and chronos' trigger names among them."""
+def table_objects(
+    schema: BranchSchema, wt: WorldTable, whole: bool = False
+) -> tuple[list[str], set[str]]:
+    """A materialized table's objects: its TEMP tables, its views (over a whole copy: ``whole``),
+    the triggers that write it (and the app's, on their event tables); and chronos' trigger
+    names among them."""
     t, n = wt.t, wt.n
     out = worldstate.tables_ddl(t, n, schema.indexes_on(t.name))
     trusted = set(world_trigger_names(n))
     if not t.fts_content:  # (a world's FTS5 table is a copy: placement's)
-        out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {worldstate.view_select(t, n)}")
+        rows = worldstate.view_select(t, n, whole=whole)
+        out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {rows}")
+        if whole:
+            scan = worldstate.view_select(t, n, whole=True, unindexed=" NOT INDEXED")
+            out.append(f"CREATE TEMP VIEW {worldstate.unindexed_view(n)} AS {scan}")
     if t.key_kind == "rowid":
-        out.append(f"CREATE TEMP VIEW {key_view(n)} AS {worldstate.view_select(t, n, True)}")
+        keyed = worldstate.view_select(t, n, True, whole)
+        out.append(f"CREATE TEMP VIEW {key_view(n)} AS {keyed}")
     if check_constraints(t.sql):
         out += row_table_ddl(t, n)
     if wt.events is not None:

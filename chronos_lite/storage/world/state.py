@@ -32,6 +32,10 @@ from ..schema.catalog import ROWID_COL, TableInfo
 from ..shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 
 IN_MAIN = "_chronos_m"
+# A world's connection copies a changed table of at most this many rows whole (about 1.5 us a
+# row, once per connection: 150 ms at 100k rows); a bigger one reads main's rows and the
+# world's apart (see copies_whole)
+WHOLE_ROWS = 100_000
 
 
 def hidden_table(n: int) -> str:
@@ -40,6 +44,11 @@ def hidden_table(n: int) -> str:
 
 def live_table(n: int) -> str:
     return f"_chronos_l{n}"
+
+
+def unindexed_view(n: int) -> str:
+    """A whole copy read as ``NOT INDEXED`` reads a table (SQLite drops the clause on a view)."""
+    return f"_chronos_ni{n}"
 
 
 def _keys(t: TableInfo) -> list[str]:
@@ -63,7 +72,7 @@ def _key_decl(t: TableInfo, extra: str = "") -> tuple[str, bool]:
     if t.key_kind in ("int", "rowid"):
         return f"{_keys(t)[0]} INTEGER PRIMARY KEY{more}", True
     by_name = {c.name: c for c in t.columns}
-    cols = ", ".join(f"{quote_ident(c)} {by_name[c].decltype}".rstrip() for c in t.key_cols)
+    cols = ", ".join(f"{quote_ident(c)} {by_name[c].declared()}".rstrip() for c in t.key_cols)
     return f"{cols}{more}, PRIMARY KEY ({', '.join(_keys(t))})", False
 
 
@@ -79,7 +88,7 @@ def tables_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
         if t.key_kind == "int" and c.name == t.pk[0]:
             cols.append(f"{quote_ident(c.name)} INTEGER PRIMARY KEY")
         else:
-            cols.append(f"{quote_ident(c.name)} {c.decltype}".rstrip())
+            cols.append(f"{quote_ident(c.name)} {c.declared()}".rstrip())
     if t.key_kind == "rowid":
         cols.append(f"{quote_ident(ROWID_COL)} INTEGER PRIMARY KEY")
     elif t.key_kind != "int":
@@ -106,9 +115,13 @@ def _mirror(sql: str, name: str, table: str) -> str | None:
     return f"CREATE INDEX temp.{quote_ident(name)} ON {table}{sql[found[paren][2] :]}"
 
 
-def view_select(t: TableInfo, n: int, with_rowid: bool = False) -> str:
+def view_select(
+    t: TableInfo, n: int, with_rowid: bool = False, whole: bool = False, unindexed: str = ""
+) -> str:
     """A materialized table's rows: main's whose key isn't hidden, and the live ones (a
-    generated column computed from the world's own values)."""
+    generated column computed from the world's own values); a whole copy's are all live."""
+    if whole:  # (one arm: SQLite flattens the view into any query, as it would the table)
+        return f"SELECT {t.own_columns(with_rowid)} FROM temp.{live_table(n)}{unindexed}"
     main_key = f"_m.{_stored_keys(t)[0]}" if t.key_kind == "int" else None
     if t.key_kind == "rowid":
         main_key = "_m.rowid"
@@ -140,9 +153,12 @@ def differs(conn: apsw.Connection, n: int, world: int, seq: int) -> bool:
     return bool(found)
 
 
-def fill(conn: apsw.Connection, t: TableInfo, n: int, world: int, seq: int) -> int:
+def fill(
+    conn: apsw.Connection, t: TableInfo, n: int, world: int, seq: int, whole: bool = False
+) -> int:
     """The TEMP tables from the file: the world's overlay, and main's rows as of the fork for
-    the keys main changed since. Returns main's history position they are pinned to."""
+    the keys main changed since (``whole``: and main's other rows, a whole copy of the world's
+    rows). Returns main's history position they are pinned to."""
     keys, stored_keys = ", ".join(_keys(t)), ", ".join(_stored_keys(t))
     cols = ", ".join(quote_ident(c) for c in t.column_names)
     rowid = f", {quote_ident(ROWID_COL)}" if t.key_kind == "rowid" else ""
@@ -159,16 +175,61 @@ def fill(conn: apsw.Connection, t: TableInfo, n: int, world: int, seq: int) -> i
         f"FROM {o} WHERE {WORLD} = ? AND {DEAD} = 0",
         (world,),
     )
-    return pin(conn, t, n, seq, seq)
+    pinned = pin(conn, t, n, seq, seq)
+    if whole:
+        _copy_main(conn, t, n)
+    return pinned
 
 
-def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> int:
+def _copy_main(conn: apsw.Connection, t: TableInfo, n: int) -> None:
+    """Main's rows whose keys the world doesn't hide, into the live rows: as they are now,
+    which is as they were at the fork (main's rows changed since are hidden, pinned)."""
+    names = [quote_ident(c) for c in t.column_names]
+    main_key = t.main_key("_m.")
+    keys = ", ".join(_keys(t))
+    rowid = ""
+    if t.key_kind == "rowid":
+        names.append(quote_ident(ROWID_COL))
+        rowid = ", _m.rowid"
+    conn.execute(
+        f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) "
+        f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"WHERE {main_key} NOT IN (SELECT {keys} FROM temp.{hidden_table(n)})"
+    )
+
+
+def whole_rows(conn: apsw.Connection) -> int:
+    """The most rows of a table a world's connection copies whole: the database's setting
+    (``config whole_rows``), else ``WHOLE_ROWS``."""
+    row = conn.execute("SELECT value FROM main._chronos_meta WHERE key = 'whole_rows'").fetchone()
+    return WHOLE_ROWS if row is None else int(row[0])
+
+
+def copies_whole(conn: apsw.Connection, t: TableInfo) -> bool:
+    """Whether a world's connection keeps a whole copy of the table (main's rows and the
+    world's), read as SQLite reads a table, rather than main's rows and the world's apart: a
+    table of at most ``whole_rows`` rows, without main's legacy NULL keys (which a copy keyed
+    like main's table can't hold)."""
+    main = f"main.{quote_ident(t.stored)}"
+    if t.fts_content or one_row(conn.execute(f"SELECT count(*) FROM {main}"))[0] > whole_rows(conn):
+        return False
+    if t.key_kind not in ("single", "composite"):
+        return True
+    nulls = " OR ".join(f"{t.col(c)} IS NULL" for c in t.pk)
+    return not conn.execute(f"SELECT 1 FROM {main} WHERE {nulls} LIMIT 1").fetchall()
+
+
+def pin(
+    conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int, whole: bool = False
+) -> int:
     """Hide main's rows it changed after ``since`` whose keys the world doesn't hold yet, and
-    show them as they were at the fork (history position ``seq``). Returns the position now."""
+    show them as they were at the fork (history position ``seq``). Returns the position now.
+    A whole copy has nothing to do: it holds those rows as they were, main's changes since
+    never reach it."""
     h = f"main.{history_table(n)}"
     now = one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from {h}"))[0]
-    if now <= since:
-        return since
+    if now <= since or whole:
+        return max(now, since)
     keys, stored = _keys(t), _stored_keys(t)
     x = f"temp.{hidden_table(n)}"
     picked = ", ".join(f"json_extract(k, '$[{i}]')" for i in range(len(keys)))
@@ -204,7 +265,9 @@ def pin(conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int) -> in
     return now
 
 
-def count_select(conn: apsw.Connection, t: TableInfo, n: int, alias: str) -> str:
+def count_select(
+    conn: apsw.Connection, t: TableInfo, n: int, alias: str, whole: bool = False
+) -> str:
     """``count(*)`` of a materialized table without reading its rows: main's count (SQLite's
     b-tree count), less main's rows the world hides, plus the world's live rows. Whether main
     has a hidden key's row is probed once per key and kept (``IN_MAIN``; a key the world writes
@@ -212,6 +275,8 @@ def count_select(conn: apsw.Connection, t: TableInfo, n: int, alias: str) -> str
     name (the expression as the statement wrote it)."""
     main = f"main.{quote_ident(t.stored)}"
     x = f"temp.{hidden_table(n)}"
+    if whole:
+        return f"SELECT count(*) AS {quote_ident(alias)} FROM temp.{live_table(n)}"
     if t.key_kind == "rowid":
         same = f"_m.rowid = {x}.{quote_ident(ROWID_COL)}"
     else:

@@ -140,10 +140,13 @@ class Base(RuleBasedStateMachine):
 
     # --- setup ------------------------------------------------------------------------------
 
-    @initialize(data=st.data(), nested=st.booleans())
-    def seed_and_fork(self, data: st.DataObject, nested: bool) -> None:
+    @initialize(data=st.data(), nested=st.booleans(), apart=st.booleans())
+    def seed_and_fork(self, data: st.DataObject, nested: bool, apart: bool) -> None:
         """Rows on main, then a world forked from it (and maybe one from that): most bugs need
-        a world that main, or its parent, then moves away from."""
+        a world that main, or its parent, then moves away from. ``apart``: worlds read main's
+        rows and their own apart, as a table too big to copy whole does."""
+        if apart:
+            self.db.call("config", setting="whole_rows", value="0")
         for table in self.TABLES:
             getattr(self, f"seed_{table}")(data)
         self.db.fork("w0")
