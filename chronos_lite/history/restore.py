@@ -43,7 +43,7 @@ class Restored:
 def restore(db: Database, branch: str, when: float, asked: str, kind: str = "restore") -> Restored:
     world = db.resolve(branch)
     if world is not None:
-        db.check_world_moment(world, when, asked)
+        moments.check_world_moment(db.main.conn, world, when, asked)
     tables = db.tables_for(world)
     keys = {name: _changed_since(db, world, n, t, when) for name, (n, t) in tables.items()}
     past = db.past_session(branch, when, f"{branch}@{asked}")

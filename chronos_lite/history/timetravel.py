@@ -124,7 +124,7 @@ def _rewrite_as_of(
             view = f"{past_name(n, seq)}_{db.schema_version()}"
             select = worldviews.main_as_of(t, n, seq)
         else:
-            db.check_world_moment(world, when, moment)
+            moments.check_world_moment(db.main.conn, world, when, moment)
             view = (
                 f"_chronos_asof_w{world.id}_{n}_{int(when * 1e6)}_{world.fork_seq}_"
                 f"{db.schema_version()}"

@@ -64,6 +64,12 @@ class Args(dict):
         assert world is not None  # (not main)
         return world
 
+    def place(self, db: Database, key: str = "branch") -> World | BranchRef:
+        """What ``db.session`` takes for the branch ``key`` names: its world if the call looked
+        it up already, else the reference (the session looks it up, or finds its connection
+        as it left it: see ``Database.session``)."""
+        return self.target(db, key) if key in self._worlds else self.ref(key)
+
     def world_named(self, db: Database, key: str = "branch") -> World:
         """The open world ``key`` names, for an operation on a world (main is refused, and
         told apart: it is the database itself; a branch as it was can only be read)."""

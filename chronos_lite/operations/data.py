@@ -42,7 +42,7 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
 )
 def get_op(db: Database, args: Args, caller: Caller) -> Reply:
     longest = caller.max_chars // 5 if caller.max_chars else None  # (text and data: twice)
-    t, row, cut = rows.get_within(db, args.target(db), args["table"], args["id"], longest)
+    t, row, cut = rows.get_within(db, args.place(db), args["table"], args["id"], longest)
     if row is None:
         ident = format_id(t, parse_id(t, args["id"]))  # (as diff spells it)
         raise NoRow(f"no row {key_text(t.name, ident)} on {branch_of(args)}", NOT_FOUND)
@@ -72,7 +72,7 @@ def _row_reply(args: Args, t: TableInfo, row: dict, cut: list[str], longest: int
     idempotent=True,
 )
 def put_op(db: Database, args: Args, caller: Caller) -> Reply:
-    created = rows.put(db, args.target(db), args["table"], args["id"], args["record"])
+    created = rows.put(db, args.place(db), args["table"], args["id"], args["record"])
     verb = "created" if created else "replaced"
     return Reply(value=created, render=lambda: _written(db, args, verb, created=created))
 
@@ -81,7 +81,7 @@ def put_op(db: Database, args: Args, caller: Caller) -> Reply:
     "delete", "Delete one row", "Deletes one row by its id.", destructive=True, idempotent=True
 )
 def delete_op(db: Database, args: Args, caller: Caller) -> Reply:
-    rows.delete(db, args.target(db), args["table"], args["id"])
+    rows.delete(db, args.place(db), args["table"], args["id"])
     return Reply(render=lambda: _written(db, args, "deleted"))
 
 

@@ -66,7 +66,7 @@ def sql_op(db: Database, args: Args, caller: Caller) -> Reply:
         outcome = _chronos_statement(db, args.get("branch") or "main", statements, caller)
     else:
         access = rights.sql_access(db, args.given("branch"), caller)  # (none isn't "main")
-        where, params = args.target(db), args.get("params")
+        where, params = args.place(db), args.get("params")
         outcome = sqlrun.run(db, where, statements, params, caller.budget, access)
     return Reply(value=outcome, render=lambda: _rendered(outcome, caller))
 

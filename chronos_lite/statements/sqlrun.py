@@ -110,6 +110,9 @@ class _Call:
     access: guard.Access
     immediate: bool = False  # a BEGIN of the call's own takes the write lock at once
     writes: bool = False  # the call may write (its statements tick a world's clock)
+    fresh: bool = False  # a world's transaction began: its next write resets its counters
+    ticks: list[int] = field(default_factory=list)  # the world clock's stamps of its writes
+    version: int | None = None  # the world's version its last write left (uncommitted)
 
 
 def _run(
@@ -133,12 +136,17 @@ def _run(
     if not explicit and (writes or len(statements) > 1):
         conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
         began = True
-        if not on_main:
-            worldsql.new_transaction(conn)
+        call.fresh = not on_main
     # main's history seqs before the call: the write's own are those after (inside its
     # transaction, no other writer can add any between)
     before = events.positions(conn, db.tables()) if writes and on_main else None
-    clock = events.clock(conn) if writes and not on_main else None  # ticks after it are ours
+    # The world clock before the call, ticks after it ours; in the call's own transaction, the
+    # ticks its writes took say it (a world's schema change ticks it too: read then)
+    clock = (
+        events.clock(conn)
+        if writes and not on_main and (explicit or _changes_schema(statements))
+        else None
+    )
     schema = _schema_version(conn) if writes and explicit else None
     recorded = 0  # results already in an event
     committed = False  # some of the call's writes are committed already (its own COMMIT)
@@ -147,7 +155,7 @@ def _run(
             if not on_main and index > 1:  # (an earlier statement may have rolled back)
                 db.keep_placed(session)
             commits = explicit and writes and _commits(stmt) and not conn.get_autocommit()
-            if commits and not on_main:
+            if commits and not on_main and not call.fresh:
                 worldrun.deferred_keys_kept(conn)
             if commits:  # the call's own COMMIT: its event goes in the transaction it commits
                 _record(db, session, conn, outcome.results[recorded:], before, clock)
@@ -166,14 +174,17 @@ def _run(
         outcome.results.append(result)
         if explicit and conn.get_autocommit() and (commits or result.changed or result.ddl):
             committed = True  # (a COMMIT, or a write outside the call's own transaction)
-    if began and not on_main and writes:
+    if began and not on_main and writes and not call.fresh and worldrun.keyed(session):
         worldrun.ended(conn, worldrun.deferred_keys_kept)
     if writes and began:
-        _record(db, session, conn, outcome.results, before, clock)
+        span = None if clock is not None or not call.ticks else (call.ticks[0], call.ticks[-1])
+        _record(db, session, conn, outcome.results, before, clock, span)
     if began:
         worldrun.ended(conn, lambda c: c.execute("COMMIT"))
+        if not on_main:  # (the world's version as the call left it: this connection's own)
+            session.settled = call.version if call.version is not None else session.seen
         if writes:
-            db.bounds.committed(conn)
+            db.bounds.committed(conn, session.data_version if not on_main else None)
     elif not conn.get_autocommit():
         conn.execute("ROLLBACK")
         outcome.rolled_back_open = True
@@ -183,6 +194,11 @@ def _run(
         with db.bounds.paused(), db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
     return outcome
+
+
+def _changes_schema(statements: list[str]) -> bool:
+    """Whether a statement of the call may change a schema (a world's ticks its clock)."""
+    return any(sqltext.keywords(s, 1) in (["CREATE"], ["ALTER"], ["DROP"]) for s in statements)
 
 
 def _undone(began: bool, was_open: bool, committed: bool) -> str:
@@ -227,9 +243,11 @@ def _record(
     results: list[StatementResult],
     before: dict | None,
     clock: int | None,
+    span: tuple[int, int] | None = None,
 ) -> None:
     """Statements of the call as an event of its branch: their rows, and on main the history
-    seqs they wrote (in the transaction that wrote them)."""
+    seqs they wrote (in the transaction that wrote them); on a world the world clock's ticks
+    (after ``clock``, or ``span``: the first and last the call's writes took)."""
     rows = sum(r.changed for r in results)
     ddl = any(r.ddl for r in results)
     if not rows and not ddl:
@@ -243,6 +261,8 @@ def _record(
         detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
     if clock is not None:  # the world clock's stamps of the call's writes
         detail["clock"] = [clock + 1, events.clock(conn)]
+    elif span is not None:
+        detail["clock"] = list(span)
     world = session.world.id if session.world is not None else 0
     db.record(conn, world, "schema" if ddl else "write", rows, detail)
 
@@ -281,23 +301,35 @@ def _run_statement(call: _Call, stmt: str) -> StatementResult:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
     # the last statement's count, and a world's clock must not tick outside the transaction)
+    reads = False
     if session.world is not None and not control:
-        may = sqltext.may_write(stmt)  # (a plain read has no conflict mode, writes no view)
-        tick = call.writes and may
-        mode = sqltext.conflict_mode(stmt) if may else None
-        on_view = may and worldrun.on_view(session, stmt)
-        worldsql.begin_world_write(conn, mode, tick, worldrun.deferring(session), on_view)
-        if tick:
-            worldrun.name_columns(session, stmt)
-            return worldrun.keys_kept(conn, lambda: _written(call, stmt, words, bool(ddl), control))
-    result = _written(call, stmt, words, bool(ddl), control)
+        # (a plain read sets no context: no conflict mode, no clock, no view written)
+        reads = not sqltext.may_write(stmt)
+        if not reads:
+            tick = call.writes
+            mode = sqltext.conflict_mode(stmt)
+            on_view = worldrun.on_view(session, stmt)
+            deferring = worldrun.deferring(session)
+            seq = worldsql.begin_world_write(conn, mode, tick, deferring, on_view, call.fresh)
+            call.fresh = False
+            if seq is not None:
+                call.ticks.append(seq)
+            if tick:
+                worldrun.name_columns(session, stmt)
+                return worldrun.keys_kept(
+                    session, lambda: _written(call, stmt, words, bool(ddl), control)
+                )
+    result = _written(call, stmt, words, bool(ddl), control, reads)
     if session.world is not None and words[:1] == ["BEGIN"]:
-        worldsql.new_transaction(conn)  # (its deferred foreign keys count from zero)
+        call.fresh = True  # (its deferred foreign keys count from zero)
     return result
 
 
-def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool) -> StatementResult:
-    """Run a statement (its schema and transaction sides done) and tell what it did."""
+def _written(
+    call: _Call, stmt: str, words: list[str], ddl: bool, control: bool, reads: bool = False
+) -> StatementResult:
+    """Run a statement (its schema and transaction sides done) and tell what it did
+    (``reads``: a plain read, on a world: it wrote nothing)."""
     db, session = call.db, call.session
     conn = session.conn
     world = session.world
@@ -308,7 +340,7 @@ def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool)
         adapted = adapt_insert(db, session, stmt, call.binds, _adapted_execute(call))
         if adapted is not None:
             if adapted.changed:
-                worlds.bump_version(conn, world)
+                call.version = worlds.bump_version(conn, world)
             if not adapted.columns:
                 return StatementResult(
                     stmt, tag=f"INSERT 0 {adapted.changed}", changed=adapted.changed
@@ -317,9 +349,9 @@ def _written(call: _Call, stmt: str, words: list[str], ddl: bool, control: bool)
         columns, got = _execute(call, stmt)
     else:
         columns, got = _execute(call, stmt)
-    changed = 0 if ddl or control else worldsql.rows_written(session)
+    changed = 0 if ddl or control or reads else worldsql.rows_written(session)
     if changed and session.world is not None:
-        worlds.bump_version(conn, session.world)
+        call.version = worlds.bump_version(conn, session.world)
     if ddl:
         db.follow_schema(conn)
     if columns is not None:

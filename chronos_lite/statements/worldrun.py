@@ -118,10 +118,15 @@ def on_view(session: Session, stmt: str) -> bool:
     return target is not None and any(name.lower() == target.lower() for name, _sql in views)
 
 
+def keyed(session: Session) -> bool:
+    """Whether the branch has foreign keys (else no write can break one)."""
+    schema = session.schema
+    return schema is not None and any(t.rules.foreign_keys for _n, t in schema.tables.values())
+
+
 def deferring(session: Session) -> bool:
     """PRAGMA defer_foreign_keys, where the branch has foreign keys to defer."""
-    schema = session.schema
-    if schema is None or not any(t.rules.foreign_keys for _n, t in schema.tables.values()):
+    if not keyed(session):
         return False
     return bool(one_row(session.conn.execute("pragma defer_foreign_keys"))[0])
 
@@ -139,10 +144,14 @@ def name_columns(session: Session, stmt: str) -> None:
     worldsql.given_columns(session.conn, n, worldsql.named_mask(t.column_names, named))
 
 
-def keys_kept(conn: apsw.Connection, run: Callable[[], T]) -> T:
+def keys_kept(session: Session, run: Callable[[], T]) -> T:
     """A world's write statement, then its foreign keys checked (SQLite checks a statement's
     immediate keys when it ends, and, for a statement that is its own transaction, the
-    deferred ones too): broken, the statement is undone and fails as on main."""
+    deferred ones too): broken, the statement is undone and fails as on main. A branch
+    without foreign keys has none to check."""
+    if not keyed(session):
+        return run()
+    conn = session.conn
     outermost = conn.get_autocommit()
     conn.execute("SAVEPOINT _chronos_statement")
     try:

@@ -73,6 +73,18 @@ DROPS = {
     apsw.SQLITE_DROP_VIEW,
     apsw.SQLITE_DROP_VTABLE,
 }
+# What changes the TEMP schema (beside SQLite's own writes of sqlite_temp_master)
+TEMP_DDL = {
+    apsw.SQLITE_CREATE_TEMP_INDEX,
+    apsw.SQLITE_CREATE_TEMP_TABLE,
+    apsw.SQLITE_CREATE_TEMP_TRIGGER,
+    apsw.SQLITE_CREATE_TEMP_VIEW,
+    apsw.SQLITE_DROP_TEMP_INDEX,
+    apsw.SQLITE_DROP_TEMP_TABLE,
+    apsw.SQLITE_DROP_TEMP_TRIGGER,
+    apsw.SQLITE_DROP_TEMP_VIEW,
+}
+TEMP_SCHEMA = {"sqlite_temp_master", "sqlite_temp_schema"}
 # SQLite writes these itself for a schema statement (no statement may write them directly, short
 # of PRAGMA writable_schema, a setting).
 SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
@@ -211,6 +223,9 @@ class Guard:
     acted: bool = False  # an action other than a read was allowed in this statement
     altered: bool = False  # an ALTER TABLE was allowed in this statement
     dropping: str = ""  # the table a DROP TABLE allowed in this statement drops (lower case)
+    # a statement that may change the TEMP schema was prepared (by anyone) since the flag was
+    # last cleared: what a connection derived of it may be stale (Database's quiet check)
+    temp_changed: bool = False
     _classified: dict[str, bool] = field(default_factory=dict)  # statement text -> acted
 
     def classify(self, text: str) -> bool | None:
@@ -232,6 +247,16 @@ class Guard:
         self, op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
     ) -> int:
         access = self.access
+        if (
+            op in TEMP_DDL
+            or (
+                db == "temp"
+                and (op in ROW_WRITES or op in CREATES or op in DROPS)
+                and (op not in ROW_WRITES or (one or "").lower() in TEMP_SCHEMA)
+            )
+            or (op == apsw.SQLITE_ALTER_TABLE and (one or "").lower() == "temp")
+        ):
+            self.temp_changed = True
         if self.world and op in ROW_WRITES and db == "main":
             # nothing on a world's connection writes main's tables, chronos' own triggers and
             # SQL included: a table the world reads as main's own is made the world's first

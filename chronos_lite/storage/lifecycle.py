@@ -57,7 +57,7 @@ def fork(
         if src.past and not past:
             then = moments.checked_moment(db, src.when or "")
             parent = worlds.find(conn, src.name)
-            db.check_world_moment(parent, then, str(src))
+            moments.check_world_moment(db.main.conn, parent, then, str(src))
         else:
             parent = None if src.is_main else db.resolve(src)
         clock = events.tick(conn)  # writes stamped before the fork are not the new world's

@@ -120,7 +120,10 @@ class Bounds:
     stopped: str | None = None  # why the running call is being stopped (TIMEOUT, CANCELLED)
     active: bool = False
     _busy_since: float = 0.0
-    _versions: dict[int, int] = field(default_factory=dict)  # per connection: data_version
+    # per connection: its data_version, and how many commits this database's connections
+    # had made, at its last commit
+    _versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    _ours: int = 0  # commits this database's connections made
     _others_until: float = 0.0  # others wrote recently (until then, commits pause)
     _waited: bool = False  # the busy handler waited since the last commit
     commits: int = 0  # write transactions the running call committed (a stop keeps them)
@@ -248,16 +251,22 @@ class Bounds:
         time.sleep(min(0.00005 if tries < 40 else 0.0005 * (1 + tries // 40), 0.005, until - now))
         return True
 
-    def committed(self, conn: apsw.Connection) -> None:
+    def committed(self, conn: apsw.Connection, version: int | None = None) -> None:
         """After a write transaction's commit on ``conn``: if others are writing too and this
-        one got the lock without waiting, pause so that they get it next."""
+        one got the lock without waiting, pause so that they get it next. ``version``: the
+        connection's data_version as its transaction began (else read now). Another process's
+        commit counts; one of this database's own other connections doesn't (its calls take
+        turns already)."""
         if self.active:
             self.commits += 1
-        version = all_rows(conn.execute("pragma data_version"))[0][0]  # (all: stays cached)
+        if version is None:
+            version = all_rows(conn.execute("pragma data_version"))[0][0]  # (all: cached)
         now = time.monotonic()
-        if self._versions.get(id(conn), version) != version:  # another connection committed
+        last, ours = self._versions.get(id(conn), (version, self._ours))
+        if last != version and ours == self._ours:  # another process committed
             self._others_until = now + CONTENDED_S
-        self._versions[id(conn)] = version
+        self._ours += 1
+        self._versions[id(conn)] = (version, self._ours)
         waited, self._waited = self._waited, False
         if now < self._others_until and not waited:
             time.sleep(YIELD_S)

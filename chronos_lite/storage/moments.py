@@ -13,6 +13,7 @@ import time
 import apsw
 
 from ..errors import BAD_ARGUMENT, ChronosError
+from . import worlds
 from .shadow import SEQ, TIME, history_table
 
 UNITS = {
@@ -147,3 +148,14 @@ def parse_span(text: str) -> float:
     if seconds < 60:
         raise ChronosError("keep history for a minute at least", BAD_ARGUMENT)
     return seconds
+
+
+def check_world_moment(conn: apsw.Connection, world: worlds.World, when: float, asked: str) -> None:
+    """A world reads as it was only since its fork, or its last rebase."""
+    since = worlds.readable_since(conn, world)
+    if when < since:
+        raise ChronosError(
+            f"'{asked}': {world.name} didn't exist then as it is now (it was forked, or "
+            f"last rebased, at {show_moment(since)}); give a later moment",
+            BAD_ARGUMENT,
+        )

@@ -221,9 +221,15 @@ def set_meta(conn: apsw.Connection, world: World, meta: dict) -> None:
     conn.execute("update _chronos_worlds set meta = ? where id = ?", (encode_meta(meta), world.id))
 
 
-def bump_version(conn: apsw.Connection, world: World) -> None:
-    """The world changed: its version moves on (a merge at a version checks it)."""
-    conn.execute("update _chronos_worlds set version = version + 1 where id = ?", (world.id,))
+def bump_version(conn: apsw.Connection, world: World) -> int | None:
+    """The world changed: its version moves on (a merge at a version checks it); the new one."""
+    rows = all_rows(
+        conn.execute(
+            "update _chronos_worlds set version = version + 1 where id = ? returning version",
+            (world.id,),
+        )
+    )
+    return rows[0][0] if rows else None
 
 
 def version_of(conn: apsw.Connection, world_id: int) -> int | None:

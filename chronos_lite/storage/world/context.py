@@ -78,16 +78,38 @@ def begin_world_write(
     tick: bool = True,
     defer: bool = False,
     on_view: bool = False,
-) -> None:
+    fresh: bool = False,
+) -> int | None:
     """Before a write statement on a world: its conflict clause (None: it has none), its
-    counters reset, and (for a statement that writes) a new stamp of the world clock.
-    ``on_view``: it writes an app's view (whose triggers' rows SQLite doesn't count)."""
+    counters reset, and (for a statement that writes) a new stamp of the world clock, which
+    it returns. ``on_view``: it writes an app's view (whose triggers' rows SQLite doesn't
+    count); ``fresh``: the first in a new transaction (its deferred foreign keys from zero)."""
+    seq = events.tick(conn) if tick else None
     conn.execute(
         f"update {CTX} set mode = ?, n = 0, fk = 0, depth = ?, skip = 0, setmask = 0, "
-        "seq = ?, defer = ?",
-        (MODES[mode] if mode else 0, int(on_view), events.tick(conn) if tick else None, int(defer)),
+        f"seq = ?, defer = ?{', dfk = 0' if fresh else ''}",
+        (MODES[mode] if mode else 0, int(on_view), seq, int(defer)),
     )
-    conn.execute("delete from temp._chronos_done where 0")  # (SQLite's changes() now 0)
+    _used.setdefault(id(conn), set()).add("ctx")
+    _since[id(conn)] = conn.total_changes()  # (what the statement writes moves it on)
+    return seq
+
+
+# What each connection's statements left in the context since it was last reset (``reset``),
+# and its count of changes when the last write statement began (``rows_written``): kept here,
+# by connection, so that neither costs a statement
+_used: dict[int, set[str]] = {}
+_since: dict[int, int] = {}
+
+
+def reset(conn: apsw.Connection) -> None:
+    """After a call: the context as no statement set it (a write outside a call is stamped one
+    past the clock), and no INSERT's columns named; only what a statement set."""
+    used = _used.pop(id(conn), set())
+    if "ctx" in used:
+        conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
+    if "given" in used:
+        conn.execute("DELETE FROM temp._chronos_given")
 
 
 def named_mask(columns: list[str], named: list[str]) -> int:
@@ -102,6 +124,7 @@ def given_columns(conn: apsw.Connection, n: int, mask: int | None) -> None:
     """The columns an INSERT into table ``n`` names (bits by position; None: not known, a
     NULL then takes the column's default)."""
     conn.execute("insert or replace into temp._chronos_given values (?, ?)", (n, mask))
+    _used.setdefault(id(conn), set()).add("given")
 
 
 def new_transaction(conn: apsw.Connection) -> None:
@@ -117,9 +140,16 @@ def broken_keys(conn: apsw.Connection, transaction: bool = False) -> bool:
 
 def rows_written(session: Placed) -> int:
     """Rows the last statement wrote: on a world its INSTEAD OF triggers count them (SQLite's
-    changes() is 0 for a view); a world's copy of an FTS5 table, SQLite itself (changes(),
-    which begin_world_write left at 0: a statement that writes none keeps it there)."""
-    if session.world is not None:
-        counted = one_row(session.conn.execute(f"select n from {CTX}"))[0]
-        return counted or session.conn.changes()
-    return session.conn.changes()
+    changes() is 0 for a view); a world's copy of an FTS5 table, SQLite itself (changes(), when
+    the statement changed anything at all since begin_world_write)."""
+    conn = session.conn
+    if session.world is not None:  # (the clock's stamp and the mode go with the statement)
+        since = _since.get(id(conn))
+        direct = conn.changes() if since is None or conn.total_changes() != since else 0
+        counted = one_row(conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0 RETURNING n"))[0]
+        if not {"given"} & _used.get(id(conn), set()):
+            _used.pop(id(conn), None)
+        else:
+            _used[id(conn)].discard("ctx")
+        return counted or direct
+    return conn.changes()

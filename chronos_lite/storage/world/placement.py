@@ -22,12 +22,12 @@ from ..schema import virtual as ftsinfo
 from ..schema.catalog import PREFIX
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..worlds import World
+from . import context as worldcontext
 from . import fts as worldfts
 from . import schema as worldschema
 from . import state as worldstate
 from .schema import BranchSchema
 from .sql import (
-    CTX,
     app_view_triggers,
     app_views,
     placeholders,
@@ -38,6 +38,8 @@ from .sql import (
 from .views import key_view
 
 PLACED = "temp._chronos_placed"
+# The token placement last wrote, and whether another connection committed since (Database)
+QUIET = f"SELECT token, (SELECT data_version FROM pragma_data_version) FROM {PLACED}"
 _TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)
 
 
@@ -66,6 +68,10 @@ class Session:
     data_version: int | None = None
     # The token placement last wrote with the TEMP objects it made (``placement.intact``)
     placed: int | None = None
+    # The world's version the call's own commit left (None: read it at the call's end, if the
+    # connection changed anything), and the connection's count of changes when a call ended
+    settled: int | None = None
+    changes: int = 0
 
     @property
     def branch(self) -> str:
@@ -139,6 +145,21 @@ def place(
     guard.install(conn).trusted = trusted | frozenset(own) | frozenset(copies)
     guard_own_temp(session)
     _stamp(session)
+
+
+def quiet(session: Session) -> bool:
+    """Whether the world's connection holds what it held when its session was last checked,
+    with nothing to check again: no other connection committed to the file since (its
+    data_version, which its own commits don't move), no rollback took back what it made (its
+    token), no statement that changes the TEMP schema was prepared on it (its guard sees each),
+    and nothing said its rows were rewritten (``built_for``: see ``Database.invalidate``)."""
+    conn = session.conn
+    if session.built_for is None or session.placed is None or not conn.get_autocommit():
+        return False  # (inside a transaction: what it reads may yet roll back)
+    if guard.install(conn).temp_changed:
+        return False
+    token, version = one_row(conn.execute(QUIET))
+    return token == session.placed and version == session.data_version
 
 
 def _stamp(session: Session) -> None:
@@ -409,10 +430,13 @@ def end_call(session: Session, keep_temp: bool = False) -> None:
     last as long as the connection (``keep_temp``)."""
     conn = session.conn
     if session.world is not None:
-        conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0")
-        conn.execute("DELETE FROM temp._chronos_given")
-        if session.world.id:  # (what this connection wrote, what it derives has)
+        worldcontext.reset(conn)
+        if session.settled is not None:  # (the call's own commit said the world's version)
+            session.seen = session.settled
+        elif session.world.id and conn.total_changes() != session.changes:
+            # (it wrote: what this connection wrote, what it derives has)
             session.seen = worlds.version_of(conn, session.world.id)
+        session.settled, session.changes = None, conn.total_changes()
     if keep_temp or one_row(conn.execute("pragma temp.schema_version"))[0] == session.temp_version:
         return
     for name, kind in all_rows(
