@@ -14,10 +14,13 @@ import functools
 import re
 import time
 
+from ..errors import BAD_ARGUMENT, ChronosError
 from ..sqltext import keywords, quote_ident, tokens
 from ..storage import moments
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
+from ..storage.schema import virtual as ftsinfo
+from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import OP, SEQ, history_table
 from ..storage.world import views as worldviews
 from ..storage.worlds import World
@@ -107,6 +110,22 @@ def _views_there(session: Session, rewritten: str) -> bool:
     return found == len(set(names))
 
 
+def _table(
+    db: Database, session: Session, name: str, world: World | None, moment: str
+) -> tuple[int, TableInfo]:
+    """The table an AS OF clause reads; one of main's virtual tables (an FTS5 index) is refused
+    saying how to read it as it was: on the branch as it was."""
+    if name.lower() in {v.lower() for v in ftsinfo.virtual_tables(session.conn)}:
+        branch = world.name if world is not None else "main"
+        raise ChronosError(
+            f"AS OF reads a table as it was; {name} is a virtual table: read the whole branch "
+            f"as it was instead (-b '{branch}@{moment}', or branch=\"{branch}@{moment}\"), "
+            f"where {name} is indexed as its rows were then",
+            BAD_ARGUMENT,
+        )
+    return db.table(name, world)
+
+
 def _rewrite_as_of(
     db: Database, session: Session, stmt: str, clauses: list, world: World | None
 ) -> str:
@@ -117,7 +136,7 @@ def _rewrite_as_of(
         return count_then(n, t, seq)
     out, at = [], 0
     for start, end, moment, _as_at, clause_end in clauses:
-        n, t = db.table(_name_at(stmt, start, end), world)
+        n, t = _table(db, session, _name_at(stmt, start, end), world, moment)
         when = moments.checked_moment(db, moment)
         if world is None:
             seq = moments.seq_at(session.conn, n, when)

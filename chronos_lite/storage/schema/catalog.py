@@ -58,6 +58,8 @@ class TableInfo:
     # column a world added is not in main's table (main's rows read its default).
     stored_as: str = ""
     world_columns: frozenset[str] = frozenset()
+    # the UNIQUE constraints among ``uniques`` (SQLite's own indexes, which have no SQL)
+    unique_constraints: tuple[tuple[str, ...], ...] = ()
     rules: Rules = Rules()  # unique rules, foreign keys, declared conflict clauses
     # An FTS5 table with its own content: its rows are its content table's (this one, whose
     # columns c0, c1, ... are its columns and whose id is its rowid); chronos' history triggers
@@ -220,13 +222,15 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
     else:
         decl = next(c.decltype for c in cols if c.name == pk_names[0])
         kind = "int" if decl.upper() == "INTEGER" and not without_rowid else "single"
-    uniques = []
+    uniques, constraints = [], []
     for _seq, iname, unique, origin, partial in conn.execute(f"pragma main.index_list({q})"):
         if not unique or partial or origin == "pk":
             continue
         icols = [r[2] for r in conn.execute(f"pragma main.index_info({quote_ident(iname)})")]
         if icols and all(c is not None for c in icols) and tuple(icols) != pk_names:
             uniques.append(tuple(icols))
+            if origin == "u":
+                constraints.append(tuple(icols))
     autoinc = bool(
         conn.execute("select 1 from main.sqlite_schema where name = 'sqlite_sequence'").fetchone()
         and "AUTOINCREMENT" in sql.upper()
@@ -241,6 +245,7 @@ def table_info(conn: apsw.Connection, name: str) -> TableInfo:
         autoincrement=autoinc,
         sql=sql,
         rules=read_rules(conn, "main", name, sql),
+        unique_constraints=tuple(constraints),
     )
 
 

@@ -6,9 +6,10 @@ an FTS5 table indexes gets a TEMP FTS5 table of the same definition, its index b
 world's rows:
 
 * **external content** (``content='docs'``): the index of the world's ``docs`` rows (FTS5 reads
-  them through the world's view named ``docs``). The app's own triggers keep it in step as the
-  world writes. The world's data are ``docs``' rows, versioned as any; merged into main, main's
-  index is brought up to date for the rows the merge wrote (no trigger fires on a merge).
+  them through a view of chronos' own over the world's ``docs``, naming each row's rowid). The
+  app's own triggers keep it in step as the world writes. The world's data are ``docs``' rows,
+  versioned as any; merged into main, main's index is brought up to date for the rows the
+  merge wrote (no trigger fires on a merge).
 * **its own content** (a plain ``fts5(...)``): its rows are its content table's
   (``F_content``, versioned as any table of the app's); the world's TEMP FTS5 table starts as
   the world's rows and writes what the world changes back to them (``ownfts``).
@@ -23,22 +24,59 @@ from __future__ import annotations
 
 import apsw
 
-from ...sqltext import quote_ident
+from ...sqltext import comma_parts, quote_ident, tokens
 from ..schema.virtual import Fts
 from .context import DEPTH_DOWN, DEPTH_UP
 
 
-def temp_copy(conn: apsw.Connection, fts: Fts) -> None:
+def content_view(n: int) -> str:
+    """The rows a world's copy of an external-content FTS5 table indexes, with their rowid."""
+    return f"_chronos_fc{n}"
+
+
+def temp_copy(conn: apsw.Connection, fts: Fts, rows: str, rowid: str, n: int) -> None:
     """The world's own FTS5 table of an external-content one: made, and its index built from
-    the world's rows (its content table, as the world has it)."""
-    head = fts.sql.split("(", 1)
+    the world's rows of its content table (``rows``: the world's view of them, ``rowid``: the
+    expression there of each row's rowid). The copy reads them through a view of its own
+    (``content_view``) that names the rowid as a column: a view has none of its own, which
+    FTS5 would ask for (``T.rowid``)."""
+    view = content_view(n)
+    cols = ", ".join(quote_ident(c) for c in fts.columns)
     conn.execute(f"DROP TABLE IF EXISTS temp.{quote_ident(fts.name)}")
-    words = head[0].split()
+    conn.execute(f"DROP VIEW IF EXISTS temp.{view}")
+    conn.execute(f"CREATE TEMP VIEW {view} AS SELECT {rowid} AS _chronos_rowid, {cols} FROM {rows}")
+    args = ", ".join(_kept_arguments(fts.sql))
     conn.execute(
-        f"CREATE VIRTUAL TABLE temp.{quote_ident(fts.name)} {' '.join(words[4:])}({head[1]}"
+        f"CREATE VIRTUAL TABLE temp.{quote_ident(fts.name)} USING fts5({args}, "
+        f"content='{view}', content_rowid='_chronos_rowid')"
     )
     q = quote_ident(fts.name)
     conn.execute(f"INSERT INTO temp.{q}({q}) VALUES ('rebuild')")
+
+
+def unkeyed(fts: Fts, table: str) -> str:
+    """Why a world can't index ``table``'s rows for ``fts``: their rowid isn't their key."""
+    return (
+        f"{fts.name} indexes {table} by its rowid, which isn't {table}'s key (its primary key "
+        f"is text, or of several columns), and a world keeps rows by their key: give the FTS5 "
+        f"table content_rowid=<an integer column of {table}>, or work on {fts.name} on main"
+    )
+
+
+def _kept_arguments(sql: str) -> list[str]:
+    """An FTS5 table's arguments (its columns, its options) but where its content is."""
+    inside = sql[sql.index("(") + 1 : sql.rindex(")")]
+    out = []
+    for start, end in comma_parts(inside):
+        part = inside[start:end].strip()
+        found = tokens(part)
+        if not found:
+            continue
+        is_option = any(t == "=" and k == "punct" for t, k, _s, _e in found)
+        if is_option and found[0][0].lower() in ("content", "content_rowid"):
+            continue
+        out.append(part)
+    return out
 
 
 def own_copy(conn: apsw.Connection, sql: str, name: str, rows: str, n: int) -> list[str]:

@@ -19,7 +19,7 @@ from ...sqltext import quote_ident
 from .. import guard, worlds
 from ..fetch import all_rows, one_row
 from ..schema import virtual as ftsinfo
-from ..schema.catalog import PREFIX
+from ..schema.catalog import PREFIX, ROWID_COL
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..worlds import World
 from . import context as worldcontext
@@ -38,6 +38,7 @@ from .sql import (
 from .views import key_view
 
 PLACED = "temp._chronos_placed"
+_ROWID = {"rowid", "oid", "_rowid_"}
 # The token placement last wrote, and whether another connection committed since (Database)
 QUIET = f"SELECT token, (SELECT data_version FROM pragma_data_version) FROM {PLACED}"
 _TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)
@@ -130,7 +131,7 @@ def place(
     for fts in ftsinfo.fts_tables(conn):  # (an index of rows the world has as main has them
         table = fts.content if fts.kind == "external" else fts.name  # is main's: read there)
         if fts.kind != "contentless" and _differs(conn, schema, world, table or ""):
-            copies |= _copy(conn, schema, fts) if writable else set()
+            copies |= _copy(conn, schema, fts)  # (a past's too: indexed as its rows were)
     _make_all(conn, app_views(schema))
     if writable:
         _make_all(conn, app_view_triggers(schema))
@@ -214,6 +215,9 @@ def materialize(session: Session, n: int) -> None:
     session.materialized.add(n)
     if whole:
         session.whole.add(n)
+    for fts in ftsinfo.fts_tables(conn):  # (an index of the table's rows: the world's own now)
+        if fts.kind == "external" and (fts.content or "").lower() == t.name.lower():
+            _copy(conn, schema, fts)
     guard.install(conn).trusted |= frozenset(names)
     _own_now(session)
 
@@ -274,8 +278,10 @@ def _differs(conn: apsw.Connection, schema: BranchSchema, world: World, table: s
         return False
     _name, n, _t = found
     seq = one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))
-    if world.id == 0 or seq[0] > world.base.get(n, 0):
+    if seq[0] > world.base.get(n, 0):
         return True
+    if world.id == 0:  # (main as it was: only main's changes since then differ)
+        return False
     return bool(
         conn.execute(
             f"select 1 from main.{overlay_table(n)} where {WORLD} = ? limit 1", (world.id,)
@@ -286,7 +292,18 @@ def _differs(conn: apsw.Connection, schema: BranchSchema, world: World, table: s
 def _copy(conn: apsw.Connection, schema: BranchSchema, fts: ftsinfo.Fts) -> set[str]:
     """The world's own copy of an FTS5 table; the names of the triggers it keeps (chronos')."""
     if fts.kind == "external":
-        worldfts.temp_copy(conn, fts)
+        content = worldschema.find_table(schema.tables, fts.content or "")
+        if content is None:
+            return set()
+        _name, n, t = content
+        rows, rowid = f"temp.{quote_ident(t.name)}", quote_ident(fts.content_rowid)
+        if fts.content_rowid.lower() in _ROWID and t.key_kind == "int":
+            rowid = quote_ident(t.pk[0])
+        elif fts.content_rowid.lower() in _ROWID and t.key_kind == "rowid":
+            rows, rowid = f"temp.{key_view(n)}", quote_ident(ROWID_COL)
+        elif fts.content_rowid.lower() in _ROWID:
+            raise ChronosError(worldfts.unkeyed(fts, t.name), CONFLICT)
+        worldfts.temp_copy(conn, fts, rows, rowid, n)
         return set()
     found = worldschema.find_table(schema.tables, fts.name)
     assert found is not None  # (an FTS5 table with its own content is one of the tables)
@@ -320,7 +337,9 @@ def promote(session: Session, name: str) -> str | None:
     if content is None:
         return ftsinfo.refusal(name, modules[name], fts)
     if content[1] not in session.materialized:  # (the copy reads the world's rows of it, in
-        materialize(session, content[1])  # its view: the world's own, made here if not yet)
+        materialize(session, content[1])  # its view: the world's own, made here if not yet;
+        if fts.kind == "external":  # an external index's copy made with it)
+            return None
     made = _copy(conn, session.schema, fts)
     guard.install(conn).trusted |= frozenset(made)
     _own_now(session)

@@ -204,6 +204,7 @@ def renamed_column(t: TableInfo, old: str, new: str) -> TableInfo:
         columns=tuple(col if c is found else c for c in t.columns),
         pk=tuple(swap(c) for c in t.pk),
         uniques=tuple(tuple(swap(c) for c in u) for u in t.uniques),
+        unique_constraints=tuple(tuple(swap(c) for c in u) for u in t.unique_constraints),
         world_columns=extra,
     )
 

@@ -98,6 +98,9 @@ def tables_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
         mirrored = _mirror(sql, f"_chronos_l{n}_i{i}", live_table(n))
         if mirrored:
             out.append(mirrored)
+    for i, columns in enumerate(t.unique_constraints):  # (SQLite's own index: no SQL to mirror)
+        cols = ", ".join(quote_ident(c) for c in columns)
+        out.append(f"CREATE INDEX temp._chronos_l{n}_u{i} ON {live_table(n)}({cols})")
     return out
 
 
