@@ -154,7 +154,8 @@ def figure(
     if at_most:
         return Figure(name, unit, value, base, base_is, ratio, f"<= {at_most:g}", ratio <= at_most)
     if at_least:
-        target = f">= 1/{round(1 / at_least)}"
+        whole = abs(1 / at_least - round(1 / at_least)) < 1e-9
+        target = f">= 1/{round(1 / at_least)}" if whole else f">= {at_least:g}"
         return Figure(name, unit, value, base, base_is, ratio, target, ratio >= at_least)
     return Figure(name, unit, value, base, base_is, ratio, "(info)", None)
 
@@ -279,12 +280,13 @@ def build_plain(path: Path, count: int, index: bool = False, seed: int = 1) -> P
     return path
 
 
-def raw_copy(plain: Path, path: Path) -> apsw.Connection:
-    """A plain SQLite copy of ``plain``, opened with the pragmas of chronos' main connection."""
+def raw_copy(plain: Path, path: Path, synchronous: str = "full") -> apsw.Connection:
+    """A plain SQLite copy of ``plain``, opened with the pragmas of chronos' main connection
+    (``synchronous``: a world's connection runs ``normal``)."""
     shutil.copyfile(plain, path)
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    conn.execute("pragma synchronous = full; pragma foreign_keys = on")
+    conn.execute(f"pragma synchronous = {synchronous}; pragma foreign_keys = on")
     return conn
 
 

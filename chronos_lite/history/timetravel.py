@@ -20,9 +20,11 @@ from ..storage import moments
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
 from ..storage.schema import virtual as ftsinfo
-from ..storage.schema.catalog import TableInfo
-from ..storage.shadow import OP, SEQ, history_table
+from ..storage.schema.catalog import ROWID_COL, TableInfo
+from ..storage.shadow import DEAD, OP, SEQ, TIME, WORLD, history_table, world_history_table
+from ..storage.world import state as worldstate
 from ..storage.world import views as worldviews
+from ..storage.world.views import key_view
 from ..storage.worlds import World
 
 
@@ -68,6 +70,45 @@ def count_then(n: int, t, seq: int) -> str:
         f"{now})) FROM (SELECT DISTINCT {', '.join(keys)} FROM {h} NOT INDEXED "
         f"WHERE {SEQ} > {seq}) AS k), "
         f'0) AS "count(*)"'
+    )
+
+
+def world_count_then(session: Session, n: int, t: TableInfo, world: World, when: float) -> str:
+    """``count(*)`` of a world's table as it was at ``when``: its count now, plus for each key
+    the world changed since whether the key had a row then less whether it has one now (cost:
+    the world's changes since). A key's row then is its entry as the world's history says it
+    was (the first record after ``when``), or, where it had none, main's row as of the fork."""
+    wh, h = f"main.{world_history_table(n)}", f"main.{history_table(n)}"
+    main = f"main.{quote_ident(t.stored)}"
+    keys = [t.col(c) for c in t.key_cols]
+    same = " AND ".join(f"x.{k} = k.{k}" for k in keys)
+    same_h = " AND ".join(f"h.{k} = k.{k}" for k in keys)
+    if t.key_kind == "rowid":
+        in_main = f"m.rowid = k.{keys[0]}"
+        now = f"v.{quote_ident(ROWID_COL)} = k.{keys[0]}"
+    else:
+        in_main = " AND ".join(f"m.{t.col(c)} = k.{t.col(c)}" for c in t.pk)
+        now = " AND ".join(f"v.{quote_ident(c)} = k.{t.col(c)}" for c in t.key_cols)
+    at_fork = (
+        f"coalesce((SELECT h.{OP} FROM {h} AS h WHERE {same_h} AND h.{SEQ} > "
+        f"{world.base.get(n, 0)} ORDER BY h.{SEQ} LIMIT 1), "
+        f"EXISTS (SELECT 1 FROM {main} AS m WHERE {in_main}))"
+    )
+    then = (
+        f"(SELECT CASE WHEN x.{OP} = 0 THEN {at_fork} ELSE x.{DEAD} = 0 END FROM {wh} AS x "
+        f"WHERE x.{WORLD} = {world.id} AND {same} AND x.{TIME} > {when!r} "
+        f"ORDER BY x.{TIME}, x.rowid LIMIT 1)"
+    )
+    rows = f"temp.{key_view(n)}" if t.key_kind == "rowid" else quote_ident(t.name)
+    count = (
+        worldstate.count_select(session.conn, t, n, "n", n in session.whole)
+        if n in session.materialized
+        else f"SELECT count(*) FROM {main}"
+    )
+    return (
+        f"SELECT ({count}) + coalesce((SELECT sum({then} - EXISTS (SELECT 1 FROM {rows} AS v "
+        f"WHERE {now})) FROM (SELECT DISTINCT {', '.join(keys)} FROM {wh} "
+        f'WHERE {WORLD} = {world.id} AND {TIME} > {when!r}) AS k), 0) AS "count(*)"'
     )
 
 
@@ -129,11 +170,14 @@ def _table(
 def _rewrite_as_of(
     db: Database, session: Session, stmt: str, clauses: list, world: World | None
 ) -> str:
-    if world is None and len(clauses) == 1 and _COUNT_ALL.match(stmt):
+    if len(clauses) == 1 and _COUNT_ALL.match(stmt):
         start, end, moment, _as_at, _end = clauses[0]
-        n, t = db.table(_name_at(stmt, start, end))
-        seq = moments.seq_at(session.conn, n, moments.checked_moment(db, moment))
-        return count_then(n, t, seq)
+        n, t = _table(db, session, _name_at(stmt, start, end), world, moment)
+        when = moments.checked_moment(db, moment)
+        if world is None:
+            return count_then(n, t, moments.seq_at(session.conn, n, when))
+        moments.check_world_moment(db.main.conn, world, when, moment)
+        return world_count_then(session, n, t, world, when)
     out, at = [], 0
     for start, end, moment, _as_at, clause_end in clauses:
         n, t = _table(db, session, _name_at(stmt, start, end), world, moment)

@@ -297,6 +297,9 @@ def _run_statement(call: _Call, stmt: str) -> StatementResult:
         stmt = timetravel.as_of(db, session, stmt)
     elif session.world is not None and words[:1] == ["SELECT"]:
         stmt = worldrun.unindexed(session, worldrun.counted(session, stmt))
+        if bigger := placement.reads_whole(session, stmt, call.binds):  # (whole from now on)
+            session.bigger |= bigger
+            db.place_again(session)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words and call.access.write:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say

@@ -432,9 +432,8 @@ class Database:
         return session
 
     def _quiet(self, name: str) -> Session | None:  # (name: as the call gave it)
-        """The world's session as its connection last left it, if nothing can have changed
-        since (``placement.quiet``): one statement, where looking the world up and checking it
-        takes eight."""
+        """The world's session as its connection left it, if nothing changed since (one
+        statement, where looking the world up and checking it takes eight)."""
         world_id = self._named.get(name)
         session = self._worlds.get(world_id) if world_id is not None else None
         if session is None or not self._main.conn.get_autocommit():
@@ -446,10 +445,12 @@ class Database:
 
     def keep_placed(self, session: Session) -> None:
         """Within a call on a world: if a rollback took back TEMP objects made for it in the
-        transaction (a table it first wrote, an FTS5 copy), it is placed again, in the state
-        the rollback left."""
-        if session.world is None or session.past or placement.intact(session):
-            return
+        transaction (a table it first wrote, an FTS5 copy), placed again as the rollback left."""
+        if session.world is not None and not session.past and not placement.intact(session):
+            self.place_again(session)
+
+    def place_again(self, session: Session) -> None:
+        """The world's connection placed again on the world as the file has it now."""
         schema = self.schema_for(session.world, session.conn)
         placement.place(session, schema, self._history_triggers(), True, None, self._tables)
 

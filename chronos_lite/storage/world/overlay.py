@@ -91,10 +91,12 @@ def write_row(
     values: dict[str, str],
     go: str,
     fresh: bool = False,
+    hidden: bool = True,
 ) -> list[str]:
     """The overlay entry of a row written at ``key``, the world's history of it first.
     ``fresh``: a key just taken from the shared counter, past every key main or a world has
-    had: no entry before it to remember, no main row to hide."""
+    had: no entry before it to remember, no main row to hide. ``hidden``: main's row of the
+    key is hidden (not for a whole copy, which reads no main row)."""
     o = f"main.{overlay_table(n)}"
     cols = [t.col(c.name) for c in t.writable]
     vals = [values[c.name] for c in t.writable]
@@ -129,7 +131,7 @@ def write_row(
                 f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(key)} "
                 f"WHERE {go} ON CONFLICT DO NOTHING"
             ]
-            if not fresh
+            if hidden and not fresh
             else []
         ),
         f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) SELECT {', '.join(sources)} "
@@ -138,9 +140,11 @@ def write_row(
     ]
 
 
-def tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> list[str]:
+def tombstone(
+    t: TableInfo, n: int, world: int, keys: list[str], tail: str, hidden: bool = True
+) -> list[str]:
     """Tombstones for the keys ``keys`` (expressions) of the rows ``tail`` (a WHERE clause, or
-    a FROM ... WHERE clause) selects."""
+    a FROM ... WHERE clause) selects (``hidden``: main's rows of them hidden: see write_row)."""
     o = f"main.{overlay_table(n)}"
     kcols = ", ".join(quote_ident(c) for c in t.key_cols)  # (the TEMP tables': the world's names)
     stored_kcols = t.stored_list(columns=list(t.key_cols))
@@ -148,8 +152,14 @@ def tombstone(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> l
         _remember(t, n, world, keys, tail),
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {stored_kcols}) "
         f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
-        f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(keys)} {tail} "
-        f"ON CONFLICT DO NOTHING",
+        *(
+            [
+                f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(keys)} {tail} "
+                f"ON CONFLICT DO NOTHING"
+            ]
+            if hidden
+            else []
+        ),
         f"DELETE FROM temp.{live_table(n)} WHERE ({kcols}) IN (SELECT {', '.join(keys)} {tail})",
     ]
 

@@ -19,7 +19,7 @@ from ...sqltext import quote_ident
 from .. import guard, worlds
 from ..fetch import all_rows, one_row
 from ..schema import virtual as ftsinfo
-from ..schema.catalog import PREFIX, ROWID_COL
+from ..schema.catalog import PREFIX, ROWID_COL, TableInfo
 from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..worlds import World
 from . import context as worldcontext
@@ -65,6 +65,11 @@ class Session:
     seen: int | None = None
     materialized: set[int] = field(default_factory=set)
     whole: set[int] = field(default_factory=set)  # materialized as a whole copy (world.state)
+    # tables copied whole whatever their size (``reads_whole``); and what each statement text
+    # would read whole of a table read apart, and how many did
+    bigger: set[int] = field(default_factory=set)
+    reads: dict[str, frozenset[int]] = field(default_factory=dict)
+    read_whole: dict[int, int] = field(default_factory=dict)
     synced: dict[int, int] = field(default_factory=dict)
     data_version: int | None = None
     # The token placement last wrote with the TEMP objects it made (``placement.intact``)
@@ -108,7 +113,7 @@ def place(
     session.whole = {
         n
         for _name, (n, t) in schema.tables.items()
-        if n in session.materialized and worldstate.copies_whole(conn, t)
+        if n in session.materialized and worldstate.copies_whole(conn, t, n in session.bigger)
     }
     made, own = world_objects(
         schema, world.id, world.base, writable, at, session.materialized, session.whole
@@ -122,7 +127,7 @@ def place(
     for _name, (n, t) in schema.tables.items():
         if n in session.materialized:
             session.synced[n] = worldstate.fill(
-                conn, t, n, world.id, world.base.get(n, 0), n in session.whole
+                conn, t, n, world.id, world.base.get(n, 0), _whole_indexes(session, schema, n, t)
             )
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
@@ -140,6 +145,7 @@ def place(
     session.schema = schema
     session.own_temp = ours
     session.kept, session.rewrites = [], {}  # (AS OF views went with the others)
+    session.reads = {}  # (what a text would read whole: of the tables as placed now)
     session.seen = world.version
     session.data_version = one_row(conn.execute("pragma data_version"))[0]
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
@@ -201,20 +207,72 @@ def _materialized(
     return out
 
 
+def reads_whole(session: Session, stmt: str, binds: dict) -> set[int]:
+    """The tables read apart that a read would read whole into a temporary table (SQLite
+    flattens no UNION ALL view into a join under GROUP BY or DISTINCT, nor an aggregate: its
+    plan says MATERIALIZE) for the second time on this connection: to copy whole (``bigger``)
+    before it runs, once, so that such reads cost what they cost on main from then on. A
+    one-shot call pays the read as it is; a session that runs such reads copies once."""
+    schema = session.schema
+    if schema is None or session.past:
+        return set()
+    apart = {
+        t.name.lower(): n
+        for _name, (n, t) in schema.tables.items()
+        if n in session.materialized and n not in session.whole
+    }
+    if not apart:
+        return set()
+    found = session.reads.get(stmt)
+    if found is None:
+        try:
+            plan = all_rows(session.conn.execute(f"EXPLAIN QUERY PLAN {stmt}", binds))
+        except apsw.Error:  # (it fails as it runs, with its own error)
+            plan = []
+        found = frozenset(apart[name] for name in _read_whole(plan) if name in apart)
+        if len(session.reads) > 512:
+            session.reads.clear()
+        session.reads[stmt] = found
+    for n in found:
+        session.read_whole[n] = session.read_whole.get(n, 0) + 1
+    return {n for n in found if session.read_whole[n] >= 2}
+
+
+def _read_whole(plan: list[tuple]) -> set[str]:
+    """The views a join's plan reads whole each time it runs: made into a temporary table or
+    a co-routine (a subquery SQLite could not flatten into the query) beside another table."""
+    top = [str(r[-1]) for r in plan if r[1] == 0]
+    if sum(d.startswith(("SCAN ", "SEARCH ")) for d in top) < 2:
+        return set()  # (one table: read whole as main reads its own)
+    return {
+        d.split(" ", 1)[1].lower() for d in top if d.startswith(("MATERIALIZE ", "CO-ROUTINE "))
+    }
+
+
+def _whole_indexes(
+    session: Session, schema: BranchSchema, n: int, t: TableInfo
+) -> list[str] | None:
+    """A whole copy's indexes, for ``fill`` to make once its rows are in (None: not whole)."""
+    if n not in session.whole:
+        return None
+    return worldstate.index_ddl(t, n, schema.indexes_on(t.name))
+
+
 def materialize(session: Session, n: int) -> None:
     """A table the world read as main's own gets its TEMP tables, views and triggers (a
     statement is about to write it, or main changed it since the fork)."""
     assert session.schema is not None and session.world is not None  # (a placed world)
     conn, schema, world = session.conn, session.schema, session.world
     t = next(t for m, t in schema.tables.values() if m == n)
-    whole = worldstate.copies_whole(conn, t)
+    whole = worldstate.copies_whole(conn, t, n in session.bigger)
     made, names = table_objects(schema, world_table(schema, world.id, n), whole)
     for stmt in made:
         conn.execute(stmt)
-    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0), whole)
-    session.materialized.add(n)
     if whole:
         session.whole.add(n)
+    indexes = _whole_indexes(session, schema, n, t)
+    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0), indexes)
+    session.materialized.add(n)
     for fts in ftsinfo.fts_tables(conn):  # (an index of the table's rows: the world's own now)
         if fts.kind == "external" and (fts.content or "").lower() == t.name.lower():
             _copy(conn, schema, fts)

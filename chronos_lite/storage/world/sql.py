@@ -10,6 +10,7 @@ are re-exported here for the callers that set it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ...sqltext import quote_ident
 from ..schema.catalog import TableInfo, check_constraints
@@ -116,8 +117,9 @@ def table_objects(
     """A materialized table's objects: its TEMP tables, its views (over a whole copy: ``whole``),
     the triggers that write it (and the app's, on their event tables); and chronos' trigger
     names among them."""
+    wt = replace(wt, whole=whole)
     t, n = wt.t, wt.n
-    out = worldstate.tables_ddl(t, n, schema.indexes_on(t.name))
+    out = worldstate.tables_ddl(t, n, schema.indexes_on(t.name), whole)
     trusted = set(world_trigger_names(n))
     if not t.fts_content:  # (a world's FTS5 table is a copy: placement's)
         rows = worldstate.view_select(t, n, whole=whole)

@@ -32,9 +32,9 @@ from ..schema.catalog import ROWID_COL, TableInfo
 from ..shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 
 IN_MAIN = "_chronos_m"
-# A world's connection copies a changed table of at most this many rows whole (about 1.5 us a
-# row, once per connection: 150 ms at 100k rows); a bigger one reads main's rows and the
-# world's apart (see copies_whole)
+# A world's connection copies a changed table of at most this many rows whole (about 0.7 us a
+# row with its indexes, once per connection: 70 ms at 100k rows); a bigger one reads main's
+# rows and the world's apart (see copies_whole)
 WHOLE_ROWS = 100_000
 
 
@@ -76,9 +76,10 @@ def _key_decl(t: TableInfo, extra: str = "") -> tuple[str, bool]:
     return f"{cols}{more}, PRIMARY KEY ({', '.join(_keys(t))})", False
 
 
-def tables_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
+def tables_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> list[str]:
     """The TEMP tables of a materialized table (``indexes``: main's CREATE INDEX statements
-    on it, mirrored on the live rows, uniqueness left to the world's triggers)."""
+    on it, mirrored on the live rows, uniqueness left to the world's triggers; for a whole
+    copy, made by ``fill`` once the rows are in: an index built at once is faster)."""
     # (IN_MAIN: whether main has a row of the key, NULL until a count needs it: count_select)
     key, rowid = _key_decl(t, f"{IN_MAIN} INTEGER")
     tail = "" if rowid else " WITHOUT ROWID"
@@ -94,13 +95,20 @@ def tables_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
     elif t.key_kind != "int":
         cols.append(f"PRIMARY KEY ({', '.join(_keys(t))})")
     out.append(f"CREATE TEMP TABLE {live_table(n)}({', '.join(cols)}){tail}")
+    return out if whole else out + index_ddl(t, n, indexes)
+
+
+def index_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
+    """Main's indexes of the table (``indexes``: its CREATE INDEX statements, and its UNIQUE
+    constraints') on the live rows."""
+    out = []
     for i, sql in enumerate(indexes):
         mirrored = _mirror(sql, f"_chronos_l{n}_i{i}", live_table(n))
         if mirrored:
             out.append(mirrored)
     for i, columns in enumerate(t.unique_constraints):  # (SQLite's own index: no SQL to mirror)
-        cols = ", ".join(quote_ident(c) for c in columns)
-        out.append(f"CREATE INDEX temp._chronos_l{n}_u{i} ON {live_table(n)}({cols})")
+        named = ", ".join(quote_ident(c) for c in columns)
+        out.append(f"CREATE INDEX temp._chronos_l{n}_u{i} ON {live_table(n)}({named})")
     return out
 
 
@@ -157,11 +165,17 @@ def differs(conn: apsw.Connection, n: int, world: int, seq: int) -> bool:
 
 
 def fill(
-    conn: apsw.Connection, t: TableInfo, n: int, world: int, seq: int, whole: bool = False
+    conn: apsw.Connection,
+    t: TableInfo,
+    n: int,
+    world: int,
+    seq: int,
+    whole: list[str] | None = None,
 ) -> int:
     """The TEMP tables from the file: the world's overlay, and main's rows as of the fork for
     the keys main changed since (``whole``: and main's other rows, a whole copy of the world's
-    rows). Returns main's history position they are pinned to."""
+    rows, then indexed by these statements). Returns main's history position they are pinned
+    to."""
     keys, stored_keys = ", ".join(_keys(t)), ", ".join(_stored_keys(t))
     cols = ", ".join(quote_ident(c) for c in t.column_names)
     rowid = f", {quote_ident(ROWID_COL)}" if t.key_kind == "rowid" else ""
@@ -179,8 +193,10 @@ def fill(
         (world,),
     )
     pinned = pin(conn, t, n, seq, seq)
-    if whole:
+    if whole is not None:
         _copy_main(conn, t, n)
+        for stmt in whole:
+            conn.execute(stmt)
     return pinned
 
 
@@ -208,14 +224,18 @@ def whole_rows(conn: apsw.Connection) -> int:
     return WHOLE_ROWS if row is None else int(row[0])
 
 
-def copies_whole(conn: apsw.Connection, t: TableInfo) -> bool:
+def copies_whole(conn: apsw.Connection, t: TableInfo, any_size: bool = False) -> bool:
     """Whether a world's connection keeps a whole copy of the table (main's rows and the
     world's), read as SQLite reads a table, rather than main's rows and the world's apart: a
-    table of at most ``whole_rows`` rows, without main's legacy NULL keys (which a copy keyed
-    like main's table can't hold)."""
+    table of at most ``whole_rows`` rows (``any_size``: whatever its size), without main's
+    legacy NULL keys (which a copy keyed like main's table can't hold)."""
     main = f"main.{quote_ident(t.stored)}"
-    if t.fts_content or one_row(conn.execute(f"SELECT count(*) FROM {main}"))[0] > whole_rows(conn):
+    if t.fts_content:
         return False
+    if not any_size:
+        rows = one_row(conn.execute(f"SELECT count(*) FROM {main}"))[0]
+        if rows > whole_rows(conn):
+            return False
     if t.key_kind not in ("single", "composite"):
         return True
     nulls = " OR ".join(f"{t.col(c)} IS NULL" for c in t.pk)

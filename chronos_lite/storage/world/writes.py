@@ -67,6 +67,7 @@ class WorldTable:
     referenced: tuple[Link, ...] = ()
     events: Events | None = None
     quiet_replace: bool = False  # REPLACE's deletes must not fire DELETE triggers somewhere
+    whole: bool = False  # its connection copies it whole: the hidden keys aren't kept
 
     @property
     def steps(self) -> Steps:
@@ -344,7 +345,7 @@ def _insert_trigger(
     if upsert is not None:
         steps += _upsert_steps(wt, upsert, values, log)
     steps += _uniques(wt, values, key, None, named, key_settled=counted)
-    steps += write_row(t, n, wt.world, key, values, go, fresh=counted)
+    steps += write_row(t, n, wt.world, key, values, go, fresh=counted, hidden=not wt.whole)
     steps += _fk_added(wt, values, None)
     if log:
         o = f"main.{overlay_table(n)}"
@@ -409,8 +410,8 @@ def _update_trigger(wt: WorldTable, moves: str | None, kept: str = "", of: str =
     steps += _uniques(wt, values, key, old_key, key_settled=bool(kept))
     if not kept:  # the key moved: the old goes
         moved = f"{_row(old_key)} IS NOT {_row(key)}"
-        steps += tombstone(t, n, wt.world, old_key, f"WHERE {go} AND {moved}")
-    steps += write_row(t, n, wt.world, key, values, go)
+        steps += tombstone(t, n, wt.world, old_key, f"WHERE {go} AND {moved}", not wt.whole)
+    steps += write_row(t, n, wt.world, key, values, go, hidden=not wt.whole)
     steps += _fk_added(wt, values, olds)
     steps.append(f"{COUNT} AND {go}")
     steps += _fk_actions(wt, olds, values)
@@ -449,7 +450,7 @@ def delete_trigger(wt: WorldTable) -> str:
     if wt.quiet_replace:
         steps.append(f"UPDATE {CTX} SET replacing = 0")
     steps += fire(wt.events, "BEFORE", "DELETE", go)
-    steps += tombstone(t, wt.n, wt.world, old_key, f"WHERE {go}")
+    steps += tombstone(t, wt.n, wt.world, old_key, f"WHERE {go}", not wt.whole)
     for lk in wt.links:
         steps += lk.child_removed([olds[c] for c in lk.fk.columns], go)
     for lk in wt.referenced:

@@ -102,3 +102,26 @@ def test_whole_rows_is_a_setting(tmp_path, copies):
     assert not db.database.session("w").whole  # (3 rows: more than 2)
     assert db.sql("select sum(v) from t", branch="w").results[-1].rows == [(10,)]
     db.close()
+
+
+def test_a_join_that_would_read_a_big_table_whole_copies_it_once(shop):
+    shop.call("config", setting="whole_rows", value="1")  # (every table here is "big")
+    shop.database.close_session(shop.database.world("w").id)  # (placed again: read apart)
+    sql = (
+        "select o.id, count(*), sum(o.qty) from orders o join items i on i.id = o.item_id "
+        "where o.id = $1 group by o.id"
+    )
+    expected = {1: [(1, 1, 7)], 2: [(2, 1, 1)], 3: [(3, 1, 5)]}
+    assert shop.sql(sql, 1, branch="w").results[-1].rows == expected[1]
+    session = shop.database.session("w")
+    assert session.whole == set() and session.materialized == {1, 2}
+    assert shop.sql(sql, 2, branch="w").results[-1].rows == expected[2]  # (the second: copies)
+    assert session.bigger == session.whole == {1, 2}
+    assert shop.sql(sql, 3, branch="w").results[-1].rows == expected[3]
+    plan = _plan(shop, sql.replace("$1", "3"), "w")
+    assert "MATERIALIZE" not in plan and "CO-ROUTINE" not in plan, plan
+    # (a one-table read of the whole table is read whole on main too: nothing copied for it)
+    shop.database.close_session(shop.database.world("w").id)
+    for _ in range(3):
+        shop.sql("select cat, count(*) from items group by cat", branch="w")
+    assert shop.database.session("w").bigger == set()
