@@ -257,8 +257,9 @@ def _record(
     detail: dict = {"sql": first if len(first) <= 200 else first[:197] + "..."}
     if len(results) > 1:
         detail["statements"] = len(results)
-    if before is not None:
-        detail["seqs"] = events.ranges(before, events.positions(conn, db.tables()))
+    if before is not None:  # (the tables as before, unless the call may have made one)
+        tables = db.tables() if ddl else {str(n): (n, None) for n in before}
+        detail["seqs"] = events.ranges(before, events.positions(conn, tables))
     if clock is not None:  # the world clock's stamps of the call's writes
         detail["clock"] = [clock + 1, events.clock(conn)]
     elif span is not None:

@@ -122,11 +122,15 @@ def tick(conn: apsw.Connection) -> int:
 
 
 def positions(conn: apsw.Connection, tables: dict) -> dict[int, int]:
-    """Each table's last history seq (to bracket the seqs a main write wrote)."""
-    return {
-        n: one_row(conn.execute(f"select coalesce(max({SEQ}), 0) from main.{history_table(n)}"))[0]
-        for n, _t in tables.values()
-    }
+    """Each table's last history seq (to bracket the seqs a main write wrote), in one
+    statement whatever the number of tables."""
+    numbers = [n for n, _t in tables.values()]
+    if not numbers:
+        return {}
+    reads = ", ".join(
+        f"(select coalesce(max({SEQ}), 0) from main.{history_table(n)})" for n in numbers
+    )
+    return dict(zip(numbers, one_row(conn.execute(f"select {reads}")), strict=True))
 
 
 def clock(conn: apsw.Connection) -> int:
