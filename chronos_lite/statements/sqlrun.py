@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from ..storage import events, faults, guard, schemasync, worlds
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session, Where
 from ..storage.fetch import one_row
-from ..storage.world import placement
+from ..storage.world import demand, placement
 from ..storage.world import rowid as worldrowid
 from ..storage.world import sql as worldsql
 from ..storage.worlds import World
@@ -298,9 +299,7 @@ def _run_statement(call: _Call, stmt: str) -> StatementResult:
         stmt = timetravel.as_of(db, session, stmt)
     elif session.world is not None and words[:1] == ["SELECT"]:
         stmt = worldrun.unindexed(session, worldrun.counted(session, stmt))
-        if bigger := placement.reads_whole(session, stmt, call.binds):  # (whole from now on)
-            session.bigger |= bigger
-            db.place_again(session)
+        return _read_on_world(call, stmt, words)
     if ddl and words[:2] == ["ALTER", "TABLE"] and "DROP" in words and call.access.write:
         _drop_history_triggers_for(conn, stmt)
     control = sqltext.is_transaction_control(stmt)  # writes no rows (changes() would say
@@ -326,6 +325,23 @@ def _run_statement(call: _Call, stmt: str) -> StatementResult:
     result = _written(call, stmt, words, bool(ddl), control, reads)
     if session.world is not None and words[:1] == ["BEGIN"]:
         call.fresh = True  # (its deferred foreign keys count from zero)
+    return result
+
+
+def _read_on_world(call: _Call, stmt: str, words: list[str]) -> StatementResult:
+    """A read on a world, whose tables read apart are copied whole on its connection when its
+    reads show a copy costs less (``world.demand``): before it, or after, for the next ones."""
+    session = call.session
+    now, scanned = demand.before_read(session, stmt, call.binds)
+    if now:
+        session.bigger |= now
+        call.db.place_again(session)
+        scanned = frozenset()  # (read as a table now)
+    started = time.perf_counter()
+    result = _written(call, stmt, words, False, False, reads=True)
+    if scanned and (later := demand.after_read(session, scanned, time.perf_counter() - started)):
+        session.bigger |= later
+        call.db.place_again(session)
     return result
 
 

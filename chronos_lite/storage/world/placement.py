@@ -65,11 +65,12 @@ class Session:
     seen: int | None = None
     materialized: set[int] = field(default_factory=set)
     whole: set[int] = field(default_factory=set)  # materialized as a whole copy (world.state)
-    # tables copied whole whatever their size (``reads_whole``); and what each statement text
-    # would read whole of a table read apart, and how many did
+    # tables copied whole whatever their size, and what reads of the others cost (``demand``)
     bigger: set[int] = field(default_factory=set)
-    reads: dict[str, frozenset[int]] = field(default_factory=dict)
+    reads: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
     read_whole: dict[int, int] = field(default_factory=dict)
+    scan_time: dict[int, float] = field(default_factory=dict)
+    main_rows: dict[int, int] = field(default_factory=dict)
     synced: dict[int, int] = field(default_factory=dict)
     data_version: int | None = None
     # The token placement last wrote with the TEMP objects it made (``placement.intact``)
@@ -145,7 +146,7 @@ def place(
     session.schema = schema
     session.own_temp = ours
     session.kept, session.rewrites = [], {}  # (AS OF views went with the others)
-    session.reads = {}  # (what a text would read whole: of the tables as placed now)
+    session.reads, session.main_rows = {}, {}  # (of the tables as placed now)
     session.seen = world.version
     session.data_version = one_row(conn.execute("pragma data_version"))[0]
     session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
@@ -205,48 +206,6 @@ def _materialized(
         if shaped or worldstate.differs(conn, n, world.id, world.base.get(n, 0)):
             out.add(n)
     return out
-
-
-def reads_whole(session: Session, stmt: str, binds: dict) -> set[int]:
-    """The tables read apart that a read would read whole into a temporary table (SQLite
-    flattens no UNION ALL view into a join under GROUP BY or DISTINCT, nor an aggregate: its
-    plan says MATERIALIZE) for the second time on this connection: to copy whole (``bigger``)
-    before it runs, once, so that such reads cost what they cost on main from then on. A
-    one-shot call pays the read as it is; a session that runs such reads copies once."""
-    schema = session.schema
-    if schema is None or session.past:
-        return set()
-    apart = {
-        t.name.lower(): n
-        for _name, (n, t) in schema.tables.items()
-        if n in session.materialized and n not in session.whole
-    }
-    if not apart:
-        return set()
-    found = session.reads.get(stmt)
-    if found is None:
-        try:
-            plan = all_rows(session.conn.execute(f"EXPLAIN QUERY PLAN {stmt}", binds))
-        except apsw.Error:  # (it fails as it runs, with its own error)
-            plan = []
-        found = frozenset(apart[name] for name in _read_whole(plan) if name in apart)
-        if len(session.reads) > 512:
-            session.reads.clear()
-        session.reads[stmt] = found
-    for n in found:
-        session.read_whole[n] = session.read_whole.get(n, 0) + 1
-    return {n for n in found if session.read_whole[n] >= 2}
-
-
-def _read_whole(plan: list[tuple]) -> set[str]:
-    """The views a join's plan reads whole each time it runs: made into a temporary table or
-    a co-routine (a subquery SQLite could not flatten into the query) beside another table."""
-    top = [str(r[-1]) for r in plan if r[1] == 0]
-    if sum(d.startswith(("SCAN ", "SEARCH ")) for d in top) < 2:
-        return set()  # (one table: read whole as main reads its own)
-    return {
-        d.split(" ", 1)[1].lower() for d in top if d.startswith(("MATERIALIZE ", "CO-ROUTINE "))
-    }
 
 
 def _whole_indexes(

@@ -10,6 +10,7 @@ import pytest
 
 import chronos_lite
 from chronos_lite import ChronosError
+from chronos_lite.storage.world import demand
 
 
 def _plan(db: chronos_lite.Chronos, sql: str, branch: str) -> str:
@@ -104,8 +105,10 @@ def test_whole_rows_is_a_setting(tmp_path, copies):
     db.close()
 
 
-def test_a_join_that_would_read_a_big_table_whole_copies_it_once(shop):
+def test_a_join_that_would_read_a_big_table_whole_copies_it_once(shop, monkeypatch):
     shop.call("config", setting="whole_rows", value="1")  # (every table here is "big")
+    monkeypatch.setattr(demand, "COPY_S", 1e9)  # (the scans' time alone copies nothing)
+    monkeypatch.setattr(demand, "LEAST_ROWS", 0)
     shop.database.close_session(shop.database.world("w").id)  # (placed again: read apart)
     sql = (
         "select o.id, count(*), sum(o.qty) from orders o join items i on i.id = o.item_id "
@@ -125,3 +128,19 @@ def test_a_join_that_would_read_a_big_table_whole_copies_it_once(shop):
     for _ in range(3):
         shop.sql("select cat, count(*) from items group by cat", branch="w")
     assert shop.database.session("w").bigger == set()
+
+
+def test_reads_that_scan_a_big_table_copy_it_once_they_cost_as_much(shop, monkeypatch):
+    shop.call("config", setting="whole_rows", value="1")
+    shop.database.close_session(shop.database.world("w").id)
+    monkeypatch.setattr(demand, "COPY_S", 1e9)  # (no read costs a copy yet)
+    monkeypatch.setattr(demand, "LEAST_ROWS", 0)
+    sql = "select sum(cat), count(*) from items"
+    assert shop.sql(sql, branch="w").results[-1].rows == [(15, 4)]
+    session = shop.database.session("w")
+    assert session.bigger == set() and session.scan_time.get(1, 0) > 0
+    monkeypatch.setattr(demand, "COPY_S", 0.0)  # (any read's time is a copy's: copied after it)
+    assert shop.sql(sql, branch="w").results[-1].rows == [(15, 4)]
+    assert session.bigger == {1} and 1 in session.whole
+    assert shop.sql(sql, branch="w").results[-1].rows == [(15, 4)]
+    assert shop.sql(sql).results[-1].rows == [(7, 4)]  # (main's own)
