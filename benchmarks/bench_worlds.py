@@ -310,6 +310,8 @@ BY_SQL = {
     "key join, distinct": "select distinct i.category from orders o "
     "join items i on i.id = o.item_id where o.id = $1",
     "sum(price)": "select sum(price) from items",
+    "order by pk offset": "select * from items order by id limit 100 offset 500000",
+    "order by index offset": "select * from items order by category, id limit 100 offset 500000",
     "join items-orders": "select sum(o.qty * i.price) from orders o "
     "join items i on i.id = o.item_id",
 }
