@@ -46,27 +46,49 @@ def counted(session: Session, stmt: str) -> str:
 
 
 def unindexed(session: Session, stmt: str) -> str:
-    """A read that names a whole copy with ``NOT INDEXED`` (``t NOT INDEXED``, ``t AS a NOT
-    INDEXED``): SQLite drops the clause on a view, so the name is swapped for the copy's view
-    that scans the copy in key order, as the clause scans a table."""
-    if "INDEXED" not in sqltext.all_words(stmt) or session.schema is None or not session.whole:
+    """A read that names a whole copy with ``NOT INDEXED`` or ``INDEXED BY <index>`` (``t NOT
+    INDEXED``, ``t AS a INDEXED BY i``): SQLite takes neither on a view, so the name is swapped
+    for the copy's view that reads it so (in key order; by its mirror of that index). An index
+    the table doesn't have is left to SQLite's own error."""
+    schema = session.schema
+    if "INDEXED" not in sqltext.all_words(stmt) or schema is None or not session.whole:
         return stmt
     found = sqltext.tokens(stmt)
     out, at = [], 0
     for i in range(2, len(found) - 1):
-        if found[i][0].upper() != "NOT" or found[i + 1][0].upper() != "INDEXED":
+        clause = _clause(found, i)
+        if clause is None:
             continue
         named = _named_before(found, i)
         if named is None:
             continue
         (name, _kind, start, _end), alias = named
-        table = worldschema.find_table(session.schema.tables, name)
+        table = worldschema.find_table(schema.tables, name)
         if table is None or table[1] not in session.whole:
             continue
-        alias = alias or sqltext.quote_ident(name)
-        out += [stmt[at:start], f"temp.{worldstate.unindexed_view(table[1])} AS {alias}"]
-        at = found[i + 1][3]
+        n, t = table[1], table[2]
+        if clause[0] is None:
+            view = worldstate.unindexed_view(n)
+        else:
+            number = worldstate.index_number(schema.indexes_on(t.name), clause[0])
+            if number is None:
+                continue
+            view = worldstate.indexed_view(n, number)
+        out += [stmt[at:start], f"temp.{view} AS {alias or sqltext.quote_ident(name)}"]
+        at = clause[1]
     return "".join(out) + stmt[at:]
+
+
+def _clause(found: list, i: int) -> tuple[str | None, int] | None:
+    """``NOT INDEXED`` (None) or ``INDEXED BY <index>`` (its name) starting at token ``i``, and
+    where the clause ends; None if no such clause starts there."""
+    word = found[i][0].upper()
+    if word == "NOT" and found[i + 1][0].upper() == "INDEXED":
+        return None, found[i + 1][3]
+    if word == "INDEXED" and found[i - 1][0].upper() != "NOT" and i + 2 < len(found):
+        if found[i + 1][0].upper() == "BY" and found[i + 2][1] in ("word", "name"):
+            return found[i + 2][0], found[i + 2][3]
+    return None
 
 
 def _named_before(found: list, i: int) -> tuple[tuple, str | None] | None:

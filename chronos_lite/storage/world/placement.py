@@ -214,7 +214,7 @@ def _whole_indexes(
     """A whole copy's indexes, for ``fill`` to make once its rows are in (None: not whole)."""
     if n not in session.whole:
         return None
-    return worldstate.index_ddl(t, n, schema.indexes_on(t.name))
+    return worldstate.index_ddl(t, n, schema.indexes_on(t.name), whole=True)
 
 
 def materialize(session: Session, n: int) -> None:

@@ -51,6 +51,24 @@ def unindexed_view(n: int) -> str:
     return f"_chronos_ni{n}"
 
 
+def indexed_view(n: int, i: int) -> str:
+    """A whole copy read by its mirror of main's ``i``-th index, as ``INDEXED BY`` reads a table
+    (SQLite takes no ``INDEXED BY`` on a view)."""
+    return f"_chronos_ib{n}_{i}"
+
+
+def index_number(indexes: list[str], name: str) -> int | None:
+    """Which of main's CREATE INDEX statements (``indexes``) makes the index ``name``."""
+    for i, sql in enumerate(indexes):
+        found = [text for text, kind, _s, _e in tokens(sql) if kind in ("word", "name")]
+        upper = [w.upper() for w in found]
+        if "INDEX" in upper and "ON" in upper:
+            named = found[upper.index("ON") - 1]
+            if named.lower() == name.lower():
+                return i
+    return None
+
+
 def _keys(t: TableInfo) -> list[str]:
     """The key's columns as the TEMP tables name them (the world's names)."""
     return [quote_ident(c) for c in t.key_cols]
@@ -98,14 +116,20 @@ def tables_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) ->
     return out if whole else out + index_ddl(t, n, indexes)
 
 
-def index_ddl(t: TableInfo, n: int, indexes: list[str]) -> list[str]:
+def index_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> list[str]:
     """Main's indexes of the table (``indexes``: its CREATE INDEX statements, and its UNIQUE
-    constraints') on the live rows."""
+    constraints') on the live rows; for a whole copy, a view reading it by each of them
+    (``indexed_view``: what ``INDEXED BY`` the index reads)."""
     out = []
     for i, sql in enumerate(indexes):
         mirrored = _mirror(sql, f"_chronos_l{n}_i{i}", live_table(n))
         if mirrored:
             out.append(mirrored)
+            if whole:
+                by = f"temp.{live_table(n)} INDEXED BY _chronos_l{n}_i{i}"
+                out.append(
+                    f"CREATE TEMP VIEW {indexed_view(n, i)} AS SELECT {t.own_columns()} FROM {by}"
+                )
     for i, columns in enumerate(t.unique_constraints):  # (SQLite's own index: no SQL to mirror)
         named = ", ".join(quote_ident(c) for c in columns)
         out.append(f"CREATE INDEX temp._chronos_l{n}_u{i} ON {live_table(n)}({named})")

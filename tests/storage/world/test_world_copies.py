@@ -10,6 +10,7 @@ import pytest
 
 import chronos_lite
 from chronos_lite import ChronosError
+from chronos_lite.statements import worldrun
 from chronos_lite.storage.world import demand
 
 
@@ -144,3 +145,21 @@ def test_reads_that_scan_a_big_table_copy_it_once_they_cost_as_much(shop, monkey
     assert session.bigger == {1} and 1 in session.whole
     assert shop.sql(sql, branch="w").results[-1].rows == [(15, 4)]
     assert shop.sql(sql).results[-1].rows == [(7, 4)]  # (main's own)
+
+
+def test_indexed_by_reads_a_whole_copy_by_that_index(shop, copies):
+    sql = "select group_concat(x.id) from items as x indexed by items_cat where x.cat >= 0"
+    main = shop.sql(sql).results[-1].rows
+    shop.sql("update items set name = 'bb' where id = 1", branch="w")
+    if copies == "apart":  # (a view read apart has no such index: SQLite says so)
+        with pytest.raises(ChronosError, match="no such index"):
+            shop.sql(sql, branch="w")
+        return
+    assert main == [("1,3,2,4",)]  # (by cat: 1, 1, 2, 3)
+    assert shop.sql(sql, branch="w").results[-1].rows == [("1,2,4,3",)]  # (the world's 3: cat 9)
+    session = shop.database.session("w")
+    rewritten = worldrun.unindexed(session, sql)
+    plan = " ".join(str(r[-1]) for r in session.conn.execute(f"explain query plan {rewritten}"))
+    assert "_chronos_l1_i0" in plan, plan
+    with pytest.raises(ChronosError, match="no such index: nope"):
+        shop.sql("select * from items indexed by nope", branch="w")
