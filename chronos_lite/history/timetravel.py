@@ -154,17 +154,22 @@ def _views_there(session: Session, rewritten: str) -> bool:
 def _table(
     db: Database, session: Session, name: str, world: World | None, moment: str
 ) -> tuple[int, TableInfo]:
-    """The table an AS OF clause reads; one of main's virtual tables (an FTS5 index) is refused
-    saying how to read it as it was: on the branch as it was."""
-    if name.lower() in {v.lower() for v in ftsinfo.virtual_tables(session.conn)}:
-        branch = world.name if world is not None else "main"
-        raise ChronosError(
-            f"AS OF reads a table as it was; {name} is a virtual table: read the whole branch "
-            f"as it was instead (-b '{branch}@{moment}', or branch=\"{branch}@{moment}\"), "
-            f"where {name} is indexed as its rows were then",
-            BAD_ARGUMENT,
-        )
-    return db.table(name, world)
+    """The table an AS OF clause reads; one of main's virtual tables (an FTS5 index), which
+    isn't one, is refused saying how to read it as it was: on the branch as it was."""
+    try:
+        found = db.table(name, world)
+        if not found[1].fts_content:  # (an FTS5 table with its own content is one of them)
+            return found
+    except ChronosError:
+        if name.lower() not in {v.lower() for v in ftsinfo.virtual_tables(session.conn)}:
+            raise
+    branch = world.name if world is not None else "main"
+    raise ChronosError(
+        f"AS OF reads a table as it was; {name} is a virtual table: read the whole branch "
+        f"as it was instead (-b '{branch}@{moment}', or branch=\"{branch}@{moment}\"), "
+        f"where {name} is indexed as its rows were then",
+        BAD_ARGUMENT,
+    )
 
 
 def _rewrite_as_of(

@@ -92,8 +92,8 @@ def _clause(found: list, i: int) -> tuple[str | None, int] | None:
 
 
 def _named_before(found: list, i: int) -> tuple[tuple, str | None] | None:
-    """The table (its token) and the alias (as written) before the ``NOT`` at ``i``: None for a
-    qualified name (``main.t`` is main's)."""
+    """The table (its token) and the alias (as written) before the clause at token ``i``: None
+    for a qualified name (``main.t`` is main's)."""
     last, before = found[i - 1], found[i - 2]
     if last[1] not in ("word", "name"):
         return None

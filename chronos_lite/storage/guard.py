@@ -247,15 +247,7 @@ class Guard:
         self, op: int, one: str | None, two: str | None, db: str | None, trigger: str | None
     ) -> int:
         access = self.access
-        if (
-            op in TEMP_DDL
-            or (
-                db == "temp"
-                and (op in ROW_WRITES or op in CREATES or op in DROPS)
-                and (op not in ROW_WRITES or (one or "").lower() in TEMP_SCHEMA)
-            )
-            or (op == apsw.SQLITE_ALTER_TABLE and (one or "").lower() == "temp")
-        ):
+        if _changes_temp(op, (one or "").lower(), db):
             self.temp_changed = True
         if self.world and op in ROW_WRITES and db == "main":
             # nothing on a world's connection writes main's tables, chronos' own triggers and
@@ -354,6 +346,16 @@ class Guard:
         if op in ROW_WRITES and _ours(one):
             return Denial("own", one)
         return None
+
+
+def _changes_temp(op: int, one: str, db: str | None) -> bool:
+    """Whether an action changes the TEMP schema: a TEMP object made or dropped (a virtual one
+    too), a TEMP table altered, or SQLite's own write of the TEMP schema table."""
+    if op in TEMP_DDL or (op == apsw.SQLITE_ALTER_TABLE and one == "temp"):
+        return True
+    if db != "temp":
+        return False
+    return op in CREATES or op in DROPS or (op in ROW_WRITES and one in TEMP_SCHEMA)
 
 
 def _ours(name: str) -> bool:

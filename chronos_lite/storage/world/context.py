@@ -147,9 +147,6 @@ def rows_written(session: Placed) -> int:
         since = _since.get(id(conn))
         direct = conn.changes() if since is None or conn.total_changes() != since else 0
         counted = one_row(conn.execute(f"UPDATE {CTX} SET seq = NULL, mode = 0 RETURNING n"))[0]
-        if not {"given"} & _used.get(id(conn), set()):
-            _used.pop(id(conn), None)
-        else:
-            _used[id(conn)].discard("ctx")
+        _used.get(id(conn), set()).discard("ctx")  # (reset just now)
         return counted or direct
     return conn.changes()

@@ -61,8 +61,8 @@ def after_read(session: Session, scanned: frozenset[int], seconds: float) -> set
 def _apart(session: Session) -> dict[str, int]:
     """The world's tables read apart, by name (lower case)."""
     schema = session.schema
-    if schema is None or session.past:
-        return {}
+    if schema is None or session.past or session.materialized <= session.whole:
+        return {}  # (every table main's own or a whole copy: the usual case, at no cost)
     return {
         t.name.lower(): n
         for _name, (n, t) in schema.tables.items()
@@ -90,13 +90,9 @@ def _plan(
                     joined.add(apart[name])
     scanned: set[int] = set()
     if any(d == "SCAN _m" or d.startswith("SCAN _m ") for d in details):
-        words = {w.lower() for w in _words(stmt)}
+        words = {text.lower() for text, _start, _end in name_tokens(stmt)}
         scanned = {n for name, n in apart.items() if name in words}
     return frozenset(joined), frozenset(scanned)
-
-
-def _words(stmt: str) -> set[str]:
-    return {text for text, _start, _end in name_tokens(stmt)}
 
 
 def _rows(session: Session, n: int) -> int:

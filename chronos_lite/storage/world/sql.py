@@ -125,7 +125,7 @@ def table_objects(
         rows = worldstate.view_select(t, n, whole=whole)
         out.append(f"CREATE TEMP VIEW {quote_ident(t.name)} AS {rows}")
         if whole:
-            scan = worldstate.view_select(t, n, whole=True, unindexed=" NOT INDEXED")
+            scan = worldstate.copy_select(t, n, how="NOT INDEXED")
             out.append(f"CREATE TEMP VIEW {worldstate.unindexed_view(n)} AS {scan}")
     if t.key_kind == "rowid":
         keyed = worldstate.view_select(t, n, True, whole)

@@ -126,10 +126,8 @@ def index_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> 
         if mirrored:
             out.append(mirrored)
             if whole:
-                by = f"temp.{live_table(n)} INDEXED BY _chronos_l{n}_i{i}"
-                out.append(
-                    f"CREATE TEMP VIEW {indexed_view(n, i)} AS SELECT {t.own_columns()} FROM {by}"
-                )
+                by = copy_select(t, n, how=f"INDEXED BY _chronos_l{n}_i{i}")
+                out.append(f"CREATE TEMP VIEW {indexed_view(n, i)} AS {by}")
     for i, columns in enumerate(t.unique_constraints):  # (SQLite's own index: no SQL to mirror)
         named = ", ".join(quote_ident(c) for c in columns)
         out.append(f"CREATE INDEX temp._chronos_l{n}_u{i} ON {live_table(n)}({named})")
@@ -150,13 +148,16 @@ def _mirror(sql: str, name: str, table: str) -> str | None:
     return f"CREATE INDEX temp.{quote_ident(name)} ON {table}{sql[found[paren][2] :]}"
 
 
-def view_select(
-    t: TableInfo, n: int, with_rowid: bool = False, whole: bool = False, unindexed: str = ""
-) -> str:
+def copy_select(t: TableInfo, n: int, with_rowid: bool = False, how: str = "") -> str:
+    """A whole copy's rows (``how``: ``NOT INDEXED``, or ``INDEXED BY`` one of its indexes)."""
+    return f"SELECT {t.own_columns(with_rowid)} FROM temp.{live_table(n)} {how}".rstrip()
+
+
+def view_select(t: TableInfo, n: int, with_rowid: bool = False, whole: bool = False) -> str:
     """A materialized table's rows: main's whose key isn't hidden, and the live ones (a
     generated column computed from the world's own values); a whole copy's are all live."""
     if whole:  # (one arm: SQLite flattens the view into any query, as it would the table)
-        return f"SELECT {t.own_columns(with_rowid)} FROM temp.{live_table(n)}{unindexed}"
+        return copy_select(t, n, with_rowid)
     main_key = f"_m.{_stored_keys(t)[0]}" if t.key_kind == "int" else None
     if t.key_kind == "rowid":
         main_key = "_m.rowid"
