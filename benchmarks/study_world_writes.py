@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""What a world's write costs, step by step: each step of a world's INSTEAD OF trigger taken
-out in turn, the batch timed again, beside the same batch on a plain SQLite file.
+"""What a world's write costs, step by step: each step of the trigger recording a world's
+writes to its copy of ``items`` (a native TEMP table: chronos_lite/storage/world/native.py)
+taken out in turn, the batch timed again, beside the same batch on a plain SQLite file.
 
 Not a benchmark of the package as it runs (a trigger with a step taken out writes a wrong
 world): a study, for the write figures of bench_worlds.py and the misses explained in
 benchmarks/README.md. Each row: the batch's time without that step, what the step costs a
 row, and the world's rate against plain SQLite's without it. Then the same for the time a
-new statement text takes to prepare (SQLite compiles a view's triggers into every statement
+new statement text takes to prepare (SQLite compiles a table's triggers into every statement
 that writes it).
 
 Run from the repository root:
@@ -30,7 +31,7 @@ from common import build_plain, in_transaction, raw_copy, work_folder, write_bat
 import chronos_lite
 from chronos_lite.sqltext import tokens
 
-TRIGGERS = {"insert": "_chronos_w_iia_1", "update": "_chronos_w_iuk_1"}
+TRIGGERS = {"insert": "_chronos_w_ni_1", "update": "_chronos_w_nk_1"}
 PREPARED = "insert into items(category, price, name) select {i}, 1.0, 'x' where 0"
 
 
@@ -108,7 +109,7 @@ def study_writes(kind: str, world: World, raw: apsw.Connection, batches: list, r
 
 
 def study_prepare(world: World, rounds: int) -> None:
-    name = "_chronos_w_ii_1"
+    name = TRIGGERS["insert"]
     conn = world.conn(name, None)
     serial = iter(range(10**9))
 

@@ -101,7 +101,7 @@ def world_count_then(session: Session, n: int, t: TableInfo, world: World, when:
     )
     rows = f"temp.{key_view(n)}" if t.key_kind == "rowid" else quote_ident(t.name)
     count = (
-        worldstate.count_select(session.conn, t, n, "n", n in session.whole)
+        worldstate.count_select(session.conn, t, n, "n", n in session.whole, n in session.native)
         if n in session.materialized
         else f"SELECT count(*) FROM {main}"
     )

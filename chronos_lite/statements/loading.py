@@ -394,7 +394,8 @@ class _Writer:
         if self.target is None:
             return sql
         rest = [c for c in columns if c not in self.target]
-        if self.session.world is not None:  # a view can't upsert: its INSERT trigger does
+        if self.session.world is not None and self.n not in self.session.native:
+            # (a view can't upsert: its INSERT trigger does)
             sets = ", ".join(f"{quote_ident(c)} = NEW.{quote_ident(c)}" for c in rest)
             self._swap_trigger(Upsert(self.target, sets or None, None))
             return sql

@@ -41,6 +41,8 @@ def counted(session: Session, stmt: str) -> str:
     table = worldschema.find_table(session.schema.tables, name)
     if table is None or table[1] not in session.materialized or table[2].fts_content:
         return stmt
+    if table[1] in session.native:  # (a table: SQLite counts it by its b-tree)
+        return stmt
     n = table[1]
     return worldstate.count_select(session.conn, table[2], n, found.group(1), n in session.whole)
 
@@ -64,7 +66,7 @@ def unindexed(session: Session, stmt: str) -> str:
             continue
         (name, _kind, start, _end), alias = named
         table = worldschema.find_table(schema.tables, name)
-        if table is None or table[1] not in session.whole:
+        if table is None or table[1] not in session.whole or table[1] in session.native:
             continue
         n, t = table[1], table[2]
         if clause[0] is None:

@@ -39,6 +39,10 @@ def adapt_insert(
     assert session.world is not None  # (sqlrun calls this for a world's session only)
     split = sqltext.split_returning(stmt)
     body, returning = split if split else (stmt, None)
+    if (returning is None and "CONFLICT" not in sqltext.all_words(body)) or _native(
+        db, session, body
+    ):
+        return None
     clause_at = _on_conflict_at(body)
     if clause_at is None and returning is None:
         return None
@@ -70,6 +74,19 @@ def adapt_insert(
 ROWID_NAMES = {"rowid", "oid", "_rowid_"}
 
 
+def _native(db: Database, session: Session, body: str) -> bool:
+    """Whether the INSERT writes a table the world copies natively (``world.native``): SQLite
+    runs it as written (made the world's own first)."""
+    assert session.world is not None and session.schema is not None  # (a placed world)
+    found = worldschema.find_table(session.schema.tables, _target(body)[0])
+    if found is None:
+        return False
+    n = found[1]
+    if n not in session.materialized:
+        placement.materialize(session, n)
+    return n in session.native
+
+
 def gives_rowid(db: Database, session: Session, stmt: str) -> bool:
     """Whether an INSERT on a world gives the rowid in its column list: a view's INSTEAD OF
     trigger never sees it, so such a statement runs with ``world.rowid``'s virtual tables (its
@@ -88,7 +105,7 @@ def gives_rowid(db: Database, session: Session, stmt: str) -> bool:
     _name, n, t = found
     real = {c.lower() for c in t.column_names}
     named = {w.lower() for w, _s, _e in name_tokens(rest[1:close])}
-    if not (named & ROWID_NAMES) - real or t.without_rowid:
+    if not (named & ROWID_NAMES) - real or t.without_rowid or _native(db, session, body):
         return False
     if split or _on_conflict_at(body) is not None:
         raise ChronosError(

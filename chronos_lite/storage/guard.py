@@ -89,6 +89,7 @@ TEMP_SCHEMA = {"sqlite_temp_master", "sqlite_temp_schema"}
 # of PRAGMA writable_schema, a setting).
 SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
 # Creating an index or a trigger names the table it is on (the action's second argument).
+INDEXES = {apsw.SQLITE_CREATE_INDEX, apsw.SQLITE_CREATE_TEMP_INDEX}
 ON_TABLE = {
     apsw.SQLITE_CREATE_INDEX,
     apsw.SQLITE_CREATE_TEMP_INDEX,
@@ -315,6 +316,8 @@ class Guard:
             return own
         if self.world and op in ROW_WRITES and db == "main" and not _ours(one):
             return Denial("main", one)
+        if self.world and op in ROW_WRITES and db == "temp" and one.lower() == "sqlite_sequence":
+            return Denial("own", one)  # (the world's native copies' key counters: chronos')
         if op in SETTINGS:
             if not access.settings:
                 return Denial("settings", SETTINGS[op])
@@ -332,6 +335,8 @@ class Guard:
         if op in CREATES:
             if _ours(one) or (op in ON_TABLE and _ours(two)):
                 return Denial("own", one if _ours(one) else two)
+            if op in INDEXES and two.lower() in self.own_temp:  # (a world's native copy: a
+                return Denial("own", two)  # UNIQUE index of its own would drop rows unseen)
             return None
         if op in DROPS:
             if op == apsw.SQLITE_DROP_TRIGGER and two.lower() == self.dropping:

@@ -127,7 +127,7 @@ def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, sh
         "insert into t values (1)",
         "create temp table t(x); create temp trigger _chronos_x after insert on t begin "
         "delete from _chronos_events; end; insert into t values (1)",
-        "create temp trigger _CHRONOS_y instead of insert on users begin select 1; end",
+        "create temp trigger _CHRONOS_y after insert on users begin select 1; end",
         "create temp view _chronos_v as select 1",
         "create temp table _chronos_mine(x)",
         # a trigger of any other name is checked like the statement that fires it
@@ -140,12 +140,19 @@ def test_user_triggers_are_never_trusted_and_chronos_names_are_refused(serve, sh
         # a trigger on chronos' own tables, which chronos itself writes unchecked
         "create temp trigger x after insert on main._chronos_events begin select 1; end",
         # chronos' own objects on the connection: its views and triggers, its context
-        "drop view temp.users",
-        "drop trigger temp._chronos_w_iu_1",
-        "drop trigger _chronos_w_iu_1",
+        # (users: the world's native copy, a TEMP table with trusted triggers: world.native)
+        "drop table temp.users",
+        "alter table temp.users add column x",
+        "create unique index temp.u on users(name)",
+        "drop trigger temp._chronos_w_nu_1",
+        "drop trigger _chronos_w_nu_1",
+        "create temp trigger x after insert on users begin delete from main.orders; end; "
+        "insert into users(name) values ('x')",
         "update temp._chronos_ctx set seq = 0",
         "delete from main._chronos_events",
         "update sqlite_sequence set seq = 0",
+        "update temp.sqlite_sequence set seq = 0",
+        "update main.sqlite_sequence set seq = 0",
     ]
     for sql in attacks:
         text = refused(server, {"sql": sql, "branch": "mine"}, "42501")

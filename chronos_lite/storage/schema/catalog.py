@@ -93,8 +93,9 @@ class TableInfo:
         """The name of the real table in the file."""
         return self.stored_as or self.name
 
-    def main_columns(self, prefix: str = "") -> str:
-        """Select-list of the columns from the real table (``prefix``: its alias and a dot)."""
+    def main_columns(self, prefix: str = "", only: list[str] | None = None) -> str:
+        """Select-list of the columns (``only``: these of them) from the real table
+        (``prefix``: its alias and a dot)."""
         return ", ".join(
             f"{c.default if c.default is not None else 'NULL'} AS {quote_ident(c.name)}"
             if c.name in self.world_columns
@@ -102,6 +103,7 @@ class TableInfo:
             if self.fts_content or c.stored
             else prefix + quote_ident(c.name)
             for c in self.columns
+            if only is None or c.name in only
         )
 
     def own_columns(self, with_rowid: bool = False, stored: bool = False) -> str:

@@ -70,7 +70,7 @@ def allocate(t: TableInfo, n: int, given: str | None, known: bool = False) -> tu
     return step, key
 
 
-def _upsert_clause(t: TableInfo, dead: bool) -> str:
+def upsert_clause(t: TableInfo, dead: bool) -> str:
     """Overwrite the key's overlay entry (a tombstone, or the world's older row) in place.
 
     An upsert, not INSERT OR REPLACE: an outer INSERT OR IGNORE would turn REPLACE into a skip.
@@ -114,17 +114,17 @@ def write_row(
     sets = ", ".join(f"{c} = excluded.{c}" for c in names)
     same = f"({stored_kcols}) = ({', '.join(key)})"
     wh = f"main.{wh_table(n)}"
-    remember = (
+    before = (
         f"INSERT INTO {wh}({WORLD}, {SEQ}, {TIME}, {OP}, {stored_kcols}) "
         f"SELECT {world}, {CLOCK}, {NOW}, 0, {', '.join(key)} WHERE {go}"
         if fresh
-        else _remember(t, n, world, key, f"WHERE {go}")
+        else remember(t, n, world, key, f"WHERE {go}")
     )
     return [
-        remember,
+        before,
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {', '.join(cols)}) "
         f"SELECT {world}, {CLOCK}, 0, {', '.join(vals)} WHERE {go}"
-        f"{_upsert_clause(t, False)}",
+        f"{upsert_clause(t, False)}",
         # the connection's materialized tables (world.state) follow the entry just written
         *(
             [
@@ -149,9 +149,9 @@ def tombstone(
     kcols = ", ".join(quote_ident(c) for c in t.key_cols)  # (the TEMP tables': the world's names)
     stored_kcols = t.stored_list(columns=list(t.key_cols))
     return [
-        _remember(t, n, world, keys, tail),
+        remember(t, n, world, keys, tail),
         f"INSERT INTO {o}({WORLD}, {SEQ}, {DEAD}, {stored_kcols}) "
-        f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{_upsert_clause(t, True)}",
+        f"SELECT {world}, {CLOCK}, 1, {', '.join(keys)} {tail}{upsert_clause(t, True)}",
         *(
             [
                 f"INSERT INTO temp.{hidden_table(n)}({kcols}) SELECT {', '.join(keys)} {tail} "
@@ -167,10 +167,10 @@ def tombstone(
 def remember_entry(conn, t: TableInfo, n: int, world: int, key: tuple, seq: int) -> None:
     """The world's history, from Python: a key's entry as it is before chronos rewrites it
     (a partial merge settling the world's row)."""
-    conn.execute(_remember(t, n, world, ["?"] * len(key), "").replace(CLOCK, str(int(seq)), 1), key)
+    conn.execute(remember(t, n, world, ["?"] * len(key), "").replace(CLOCK, str(int(seq)), 1), key)
 
 
-def _remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> str:
+def remember(t: TableInfo, n: int, world: int, keys: list[str], tail: str) -> str:
     """The world's history: the keys' overlay entries (or that there were none) as they are
     before the write that follows."""
     o, wh = f"main.{overlay_table(n)}", f"main.{wh_table(n)}"

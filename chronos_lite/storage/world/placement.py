@@ -30,6 +30,8 @@ from .schema import BranchSchema
 from .sql import (
     app_view_triggers,
     app_views,
+    native_after_fill,
+    native_tables,
     placeholders,
     table_objects,
     world_objects,
@@ -65,6 +67,7 @@ class Session:
     seen: int | None = None
     materialized: set[int] = field(default_factory=set)
     whole: set[int] = field(default_factory=set)  # materialized as a whole copy (world.state)
+    native: set[int] = field(default_factory=set)  # of them, copied natively (world.native)
     # tables copied whole whatever their size, and what reads of the others cost (``demand``)
     bigger: set[int] = field(default_factory=set)
     reads: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
@@ -116,8 +119,16 @@ def place(
         for _name, (n, t) in schema.tables.items()
         if n in session.materialized and worldstate.copies_whole(conn, t, n in session.bigger)
     }
+    session.native = native_tables(schema, world.id, session.whole)
     made, own = world_objects(
-        schema, world.id, world.base, writable, at, session.materialized, session.whole
+        schema,
+        world.id,
+        world.base,
+        writable,
+        at,
+        session.materialized,
+        session.whole,
+        session.native,
     )
     try:
         for stmt in made:
@@ -128,7 +139,13 @@ def place(
     for _name, (n, t) in schema.tables.items():
         if n in session.materialized:
             session.synced[n] = worldstate.fill(
-                conn, t, n, world.id, world.base.get(n, 0), _whole_indexes(session, schema, n, t)
+                conn,
+                t,
+                n,
+                world.id,
+                world.base.get(n, 0),
+                _whole_indexes(session, schema, n, t),
+                n in session.native,
             )
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
@@ -211,9 +228,13 @@ def _materialized(
 def _whole_indexes(
     session: Session, schema: BranchSchema, n: int, t: TableInfo
 ) -> list[str] | None:
-    """A whole copy's indexes, for ``fill`` to make once its rows are in (None: not whole)."""
+    """A whole copy's indexes (a native one's triggers too), for ``fill`` to make once its rows
+    are in (None: not whole)."""
     if n not in session.whole:
         return None
+    if n in session.native:
+        assert session.world is not None  # (a world's table)
+        return native_after_fill(schema, session.world.id, n)
     return worldstate.index_ddl(t, n, schema.indexes_on(t.name), whole=True)
 
 
@@ -224,13 +245,16 @@ def materialize(session: Session, n: int) -> None:
     conn, schema, world = session.conn, session.schema, session.world
     t = next(t for m, t in schema.tables.values() if m == n)
     whole = worldstate.copies_whole(conn, t, n in session.bigger)
-    made, names = table_objects(schema, world_table(schema, world.id, n), whole)
+    native = whole and bool(native_tables(schema, world.id, {n}))
+    made, names = table_objects(schema, world_table(schema, world.id, n), whole, native)
     for stmt in made:
         conn.execute(stmt)
     if whole:
         session.whole.add(n)
+    if native:
+        session.native.add(n)
     indexes = _whole_indexes(session, schema, n, t)
-    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0), indexes)
+    session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0), indexes, native)
     session.materialized.add(n)
     for fts in ftsinfo.fts_tables(conn):  # (an index of the table's rows: the world's own now)
         if fts.kind == "external" and (fts.content or "").lower() == t.name.lower():
@@ -417,6 +441,8 @@ def _clear(conn: apsw.Connection) -> None:
     ):
         conn.execute(f"drop view temp.{quote_ident(name)}")
     copies = {name.lower() for name in ftsinfo.virtual_tables(conn)}
+    for name, kind in all_rows(conn.execute(_NATIVE_COPIES)):  # (their triggers with them)
+        conn.execute(f"drop {kind} temp.{quote_ident(name)}")
     for (name,) in all_rows(
         conn.execute("select name from temp.sqlite_schema where type = 'table' and sql is not null")
     ):
@@ -424,6 +450,16 @@ def _clear(conn: apsw.Connection) -> None:
             name.lower() in copies
         ):
             conn.execute(f"drop table temp.{quote_ident(name)}")  # (an FTS5 copy: made anew)
+
+
+# A native copy (world.native) is named like the app's table: known by its trigger of deletes;
+# and its trigger on the statement context
+_NATIVE_COPIES = (
+    "select tbl_name, 'table' from temp.sqlite_schema where type = 'trigger' "
+    "and name like '\\_chronos\\_w\\_nd\\_%' escape '\\' union all "
+    "select name, 'trigger' from temp.sqlite_schema where type = 'trigger' "
+    "and name like '\\_chronos\\_w\\_ns\\_%' escape '\\'"
+)
 
 
 def _make_all(conn: apsw.Connection, statements: list[str]) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ...sqltext import quote_ident
+from ...sqltext import quote_ident, quote_literal
 from ..schema.catalog import TableInfo, check_constraints
 from ..schema.constraints import UserTrigger
+from . import native as worldnative
 from . import state as worldstate
 from .context import (
     CTX,
@@ -81,11 +82,12 @@ def world_objects(
     at: float | None = None,
     materialized: set[int] | frozenset[int] = frozenset(),
     whole: set[int] | frozenset[int] = frozenset(),
+    native: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[list[str], set[str]]:
     """Every TEMP statement that puts a connection on the world, and the names of chronos' own
     triggers among them (the guard trusts those). Writable: the ``materialized`` tables get
     their TEMP tables, views and triggers (``table_objects``; the ``whole`` ones read a whole
-    copy); the others are main's own.
+    copy; the ``native`` ones, a native one: ``world.native``); the others are main's own.
     Not ``writable``: every table's view as of ``base`` (main as it was at a moment: world 0,
     no overlay; or a world at moment ``at``: its history)."""
     out: list[str] = []
@@ -105,20 +107,25 @@ def world_objects(
     writers = world_tables(schema, world)
     for _name, (n, _t) in sorted(schema.tables.items()):
         if n in materialized:
-            made, names = table_objects(schema, writers[n], n in whole)
+            made, names = table_objects(schema, writers[n], n in whole, n in native)
             out += made
             trusted |= names
     return out, trusted
 
 
 def table_objects(
-    schema: BranchSchema, wt: WorldTable, whole: bool = False
+    schema: BranchSchema, wt: WorldTable, whole: bool = False, native: bool = False
 ) -> tuple[list[str], set[str]]:
     """A materialized table's objects: its TEMP tables, its views (over a whole copy: ``whole``),
     the triggers that write it (and the app's, on their event tables); and chronos' trigger
-    names among them."""
+    names among them. A ``native`` copy: its TEMP tables (its triggers come with its rows:
+    ``native_after_fill``)."""
     wt = replace(wt, whole=whole)
     t, n = wt.t, wt.n
+    if native:
+        return [worldstate.hidden_ddl(t, n), worldnative.table_ddl(t)], set(
+            worldnative.trigger_names(n)
+        )
     out = worldstate.tables_ddl(t, n, schema.indexes_on(t.name), whole)
     trusted = set(world_trigger_names(n))
     if not t.fts_content:  # (a world's FTS5 table is a copy: placement's)
@@ -137,6 +144,7 @@ def table_objects(
         out += made
         trusted |= names
     out += [*insert_triggers(wt), *update_triggers(wt), delete_trigger(wt)]
+    out += _generated_refused(wt)
     if t.key_kind == "rowid" and not t.fts_content:
         out += forward_triggers(wt)
     if wt.events is not None and wt.events.watched:
@@ -144,6 +152,41 @@ def table_objects(
         out += made
         trusted |= names
     return out, trusted
+
+
+def native_after_fill(schema: BranchSchema, world: int, n: int) -> list[str]:
+    """What a native copy gets once its rows are in: main's indexes, its counter of new keys,
+    the triggers recording its writes."""
+    wt = world_table(schema, world, n)
+    t = wt.t
+    return [
+        *worldnative.index_ddl(t, schema.indexes_on(t.name)),
+        *worldnative.start_counter(t),
+        *worldnative.triggers(wt),
+    ]
+
+
+def native_tables(schema: BranchSchema, world: int, whole: set[int]) -> set[int]:
+    """The tables of ``whole`` that a world's connection copies as native TEMP tables."""
+    if not whole:
+        return set()
+    writers = world_tables(schema, world)
+    return {n for n in whole if worldnative.eligible(writers[n])}
+
+
+def _generated_refused(wt: WorldTable) -> list[str]:
+    """An UPDATE that sets a generated column fails as on main (a view's column is writable,
+    and the INSTEAD OF trigger would drop the value: a write that changed nothing)."""
+    out = []
+    generated = [] if wt.t.fts_content else [c for c in wt.t.columns if c.generated]
+    for i, c in enumerate(generated):
+        message = quote_literal(f'cannot UPDATE generated column "{c.name}"')
+        out.append(
+            f"CREATE TEMP TRIGGER {trigger_name(wt.n, f'ig{i}')} INSTEAD OF UPDATE OF "
+            f"{quote_ident(c.name)} ON temp.{quote_ident(wt.t.name)} BEGIN "
+            f"SELECT RAISE(ABORT, {message}); END"
+        )
+    return out
 
 
 def app_views(schema: BranchSchema) -> list[str]:

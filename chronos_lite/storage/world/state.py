@@ -69,6 +69,17 @@ def index_number(indexes: list[str], name: str) -> int | None:
     return None
 
 
+def rows_of(t: TableInfo, n: int, native: bool = False) -> str:
+    """The TEMP table holding a materialized table's live rows: its native copy (named like
+    it: ``world.native``), or ``live_table``."""
+    return f"temp.{quote_ident(t.name) if native else live_table(n)}"
+
+
+def _filled(t: TableInfo, native: bool) -> list[str]:
+    """The columns a copy's rows are written by (a native copy computes its generated ones)."""
+    return [c.name for c in (t.writable if native else t.columns)]
+
+
 def _keys(t: TableInfo) -> list[str]:
     """The key's columns as the TEMP tables name them (the world's names)."""
     return [quote_ident(c) for c in t.key_cols]
@@ -94,14 +105,20 @@ def _key_decl(t: TableInfo, extra: str = "") -> tuple[str, bool]:
     return f"{cols}{more}, PRIMARY KEY ({', '.join(_keys(t))})", False
 
 
+def hidden_ddl(t: TableInfo, n: int) -> str:
+    """The TEMP table of the keys whose main rows the world doesn't show as they are."""
+    # (IN_MAIN: whether main has a row of the key, NULL until a count needs it: count_select)
+    key, rowid = _key_decl(t, f"{IN_MAIN} INTEGER")
+    tail = "" if rowid else " WITHOUT ROWID"
+    return f"CREATE TEMP TABLE {hidden_table(n)}({key}){tail}"
+
+
 def tables_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> list[str]:
     """The TEMP tables of a materialized table (``indexes``: main's CREATE INDEX statements
     on it, mirrored on the live rows, uniqueness left to the world's triggers; for a whole
     copy, made by ``fill`` once the rows are in: an index built at once is faster)."""
-    # (IN_MAIN: whether main has a row of the key, NULL until a count needs it: count_select)
-    key, rowid = _key_decl(t, f"{IN_MAIN} INTEGER")
-    tail = "" if rowid else " WITHOUT ROWID"
-    out = [f"CREATE TEMP TABLE {hidden_table(n)}({key}){tail}"]
+    out = [hidden_ddl(t, n)]
+    tail = "" if t.key_kind in ("int", "rowid") else " WITHOUT ROWID"
     cols = []
     for c in t.columns:
         if t.key_kind == "int" and c.name == t.pk[0]:
@@ -122,7 +139,7 @@ def index_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> 
     (``indexed_view``: what ``INDEXED BY`` the index reads)."""
     out = []
     for i, sql in enumerate(indexes):
-        mirrored = _mirror(sql, f"_chronos_l{n}_i{i}", live_table(n))
+        mirrored = mirror(sql, f"_chronos_l{n}_i{i}", live_table(n))
         if mirrored:
             out.append(mirrored)
             if whole:
@@ -134,7 +151,7 @@ def index_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> 
     return out
 
 
-def _mirror(sql: str, name: str, table: str) -> str | None:
+def mirror(sql: str, name: str, table: str) -> str | None:
     """An index of main's table as a plain TEMP index on the live rows."""
     found = tokens(sql)
     on = next(
@@ -196,55 +213,58 @@ def fill(
     world: int,
     seq: int,
     whole: list[str] | None = None,
+    native: bool = False,
 ) -> int:
     """The TEMP tables from the file: the world's overlay, and main's rows as of the fork for
     the keys main changed since (``whole``: and main's other rows, a whole copy of the world's
     rows, then indexed by these statements). Returns main's history position they are pinned
     to."""
     keys, stored_keys = ", ".join(_keys(t)), ", ".join(_stored_keys(t))
-    cols = ", ".join(quote_ident(c) for c in t.column_names)
+    filled = _filled(t, native)
+    cols = ", ".join(quote_ident(c) for c in filled)
     rowid = f", {quote_ident(ROWID_COL)}" if t.key_kind == "rowid" else ""
-    o = f"main.{overlay_table(n)}"
+    o, live = f"main.{overlay_table(n)}", rows_of(t, n, native)
     conn.execute(f"DELETE FROM temp.{hidden_table(n)}")
-    conn.execute(f"DELETE FROM temp.{live_table(n)}")
+    conn.execute(f"DELETE FROM {live}")
     conn.execute(
         f"INSERT INTO temp.{hidden_table(n)}({keys}) SELECT {stored_keys} FROM {o} "
         f"WHERE {WORLD} = ?",
         (world,),
     )
     conn.execute(
-        f"INSERT INTO temp.{live_table(n)}({cols}{rowid}) SELECT {t.stored_list()}{rowid} "
+        f"INSERT INTO {live}({cols}{rowid}) SELECT {t.stored_list(columns=filled)}{rowid} "
         f"FROM {o} WHERE {WORLD} = ? AND {DEAD} = 0",
         (world,),
     )
-    pinned = pin(conn, t, n, seq, seq)
+    pinned = pin(conn, t, n, seq, seq, native=native)
     if whole is not None:
-        _copy_main(conn, t, n)
+        _copy_main(conn, t, n, native)
         for stmt in whole:
             conn.execute(stmt)
     return pinned
 
 
-def _copy_main(conn: apsw.Connection, t: TableInfo, n: int) -> None:
+def _copy_main(conn: apsw.Connection, t: TableInfo, n: int, native: bool) -> None:
     """Main's rows whose keys the world doesn't hide, into the live rows: as they are now,
     which is as they were at the fork (main's rows changed since are hidden, pinned). All the
     rows go in in one pass, in key order (the world's set aside meanwhile), so that the copy
     is laid out as compactly as a table loaded in order (rows inserted around others split
     its pages: 15% more of them, and scans through an index 1.3x slower)."""
-    live = f"temp.{live_table(n)}"
-    names = [quote_ident(c) for c in t.column_names]
+    live = rows_of(t, n, native)
+    filled = _filled(t, native)
+    names = [quote_ident(c) for c in filled]
     rowid = ""
     if t.key_kind == "rowid":
         names.append(quote_ident(ROWID_COL))
         rowid = ", _m.rowid"
     cols = ", ".join(names)
-    at = {name.lower(): i for i, name in enumerate([*t.column_names, ROWID_COL], start=1)}
+    at = {name.lower(): i for i, name in enumerate([*filled, ROWID_COL], start=1)}
     order = ", ".join(str(at[c.lower()]) for c in t.key_cols)  # (by position: any names)
     conn.execute(f"CREATE TEMP TABLE _chronos_s AS SELECT {cols} FROM {live}")
     conn.execute(f"DELETE FROM {live}")
     conn.execute(
         f"INSERT INTO {live}({cols}) SELECT * FROM ("
-        f"SELECT {t.main_columns('_m.')}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
+        f"SELECT {t.main_columns('_m.', filled)}{rowid} FROM main.{quote_ident(t.stored)} AS _m "
         f"WHERE {t.main_key('_m.')} NOT IN (SELECT {', '.join(_keys(t))} FROM "
         f"temp.{hidden_table(n)}) UNION ALL SELECT {cols} FROM temp._chronos_s) "
         f"ORDER BY {order}"
@@ -278,7 +298,13 @@ def copies_whole(conn: apsw.Connection, t: TableInfo, any_size: bool = False) ->
 
 
 def pin(
-    conn: apsw.Connection, t: TableInfo, n: int, seq: int, since: int, whole: bool = False
+    conn: apsw.Connection,
+    t: TableInfo,
+    n: int,
+    seq: int,
+    since: int,
+    whole: bool = False,
+    native: bool = False,
 ) -> int:
     """Hide main's rows it changed after ``since`` whose keys the world doesn't hold yet, and
     show them as they were at the fork (history position ``seq``). Returns the position now.
@@ -303,8 +329,9 @@ def pin(
         f"(SELECT {', '.join(stored)} FROM {h} WHERE {SEQ} > ?)",
         (since,),
     )
-    names = [quote_ident(c) for c in t.column_names]
-    sources = [t.col(c) for c in t.column_names]
+    filled = _filled(t, native)
+    names = [quote_ident(c) for c in filled]
+    sources = [t.col(c) for c in filled]
     if t.key_kind == "rowid":
         names.append(quote_ident(ROWID_COL))
         sources.append(quote_ident(ROWID_COL))
@@ -314,7 +341,7 @@ def pin(
         f"WHERE {same} AND h2.{SEQ} > ? AND h2.{SEQ} < h.{SEQ})"
     )
     conn.execute(
-        f"INSERT INTO temp.{live_table(n)}({', '.join(names)}) "
+        f"INSERT INTO {rows_of(t, n, native)}({', '.join(names)}) "
         f"SELECT {', '.join('h.' + c for c in sources)} FROM {h} AS h WHERE h.{OP} = 1 "
         f"AND json_array({', '.join('h.' + k for k in stored)}) IN "
         f"(SELECT k FROM temp._chronos_pins) AND {first}",
@@ -324,7 +351,12 @@ def pin(
 
 
 def count_select(
-    conn: apsw.Connection, t: TableInfo, n: int, alias: str, whole: bool = False
+    conn: apsw.Connection,
+    t: TableInfo,
+    n: int,
+    alias: str,
+    whole: bool = False,
+    native: bool = False,
 ) -> str:
     """``count(*)`` of a materialized table without reading its rows: main's count (SQLite's
     b-tree count), less main's rows the world hides, plus the world's live rows. Whether main
@@ -334,7 +366,7 @@ def count_select(
     main = f"main.{quote_ident(t.stored)}"
     x = f"temp.{hidden_table(n)}"
     if whole:
-        return f"SELECT count(*) AS {quote_ident(alias)} FROM temp.{live_table(n)}"
+        return f"SELECT count(*) AS {quote_ident(alias)} FROM {rows_of(t, n, native)}"
     if t.key_kind == "rowid":
         same = f"_m.rowid = {x}.{quote_ident(ROWID_COL)}"
     else:

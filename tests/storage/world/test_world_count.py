@@ -64,15 +64,20 @@ def test_a_worlds_count_is_its_rows_count(tmp_path, shape, name):
 def test_only_a_whole_tables_count_on_a_changed_table_is_rewritten(tmp_path, copies):
     db = chronos_lite.init(tmp_path / "db")
     db.sql("create table t(id integer primary key, v); create table u(v)")
-    db.sql("insert into t(v) values (1)")
+    db.sql("create table e(id integer primary key, code text unique)")  # (emulated: UNIQUE)
+    db.sql("insert into t(v) values (1); insert into e(code) values ('a')")
     db.fork("w")
-    db.sql("insert into t(v) values (2)", branch="w")
+    db.sql("insert into t(v) values (2); insert into e(code) values ('b')", branch="w")
     session = db.database.session("w")
     rewritten = worldrun.counted(session, "select count(*) from t")
-    if copies == "whole":  # (the copy's own count: SQLite's b-tree count of it)
-        assert rewritten == 'SELECT count(*) AS "count(*)" FROM temp._chronos_l1'
+    emulated = worldrun.counted(session, "select count(*) from e")
+    if copies == "whole":  # (a native copy: a table, SQLite's b-tree count of it as written)
+        assert rewritten == "select count(*) from t"
+        assert emulated == 'SELECT count(*) AS "count(*)" FROM temp._chronos_l3'
     else:  # (main's count, less what the world hides, plus its own rows)
         assert rewritten.startswith("SELECT (SELECT count(*) FROM main.")
+        assert emulated.startswith("SELECT (SELECT count(*) FROM main.")
+    assert db.sql("select count(*) from e", branch="w").results[-1].rows == [(2,)]
     for kept in (
         "select count(*) from u",  # untouched: main's own table already
         "select count(*) from main.t",
