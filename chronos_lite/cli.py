@@ -74,7 +74,9 @@ def run(argv: Sequence[str]) -> int:
         print(_json(error))
         print(f"chronos: {render.terminal(exc.message)}", file=sys.stderr)
         return 1
-    print(_json(reply.data) if as_json else render.terminal(reply.text))
+    # (one write, newline included: two chronos processes on one pipe never interleave a line)
+    shown = _json(reply.data) if as_json else render.terminal(reply.text)
+    print(shown + "\n", end="")
     return 0
 
 
