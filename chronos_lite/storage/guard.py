@@ -335,8 +335,8 @@ class Guard:
         if op in CREATES:
             if _ours(one) or (op in ON_TABLE and _ours(two)):
                 return Denial("own", one if _ours(one) else two)
-            if op in INDEXES and two.lower() in self.own_temp:  # (a world's native copy: a
-                return Denial("own", two)  # UNIQUE index of its own would drop rows unseen)
+            if op in INDEXES and two.lower() in self.own_temp:  # (a world's native copy has
+                return Denial("own", two)  # main's indexes: a UNIQUE one of its own isn't main's)
             return None
         if op in DROPS:
             if op == apsw.SQLITE_DROP_TRIGGER and two.lower() == self.dropping:

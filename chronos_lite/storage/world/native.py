@@ -11,11 +11,14 @@ INSTEAD OF triggers of an emulated table do (``world.writes``) with every rule b
 
 Which tables: those whose rules need nothing outside the TEMP table (``eligible``): no foreign
 key either way (SQLite's TEMP table can't reach main's), none of the app's triggers (they fire
-through chronos' event tables), no UNIQUE rule but the key (REPLACE would delete a row in the
-way without a DELETE trigger to record it, ``recursive_triggers`` being off), no column stored
-under another name, and a key the overlay keeps: an INTEGER PRIMARY KEY drawing from the shared
-``sqlite_sequence`` counter (AUTOINCREMENT, which chronos gives the tables it adopts), or the
-primary key of a WITHOUT ROWID table (a rowid table's copy would number main's rows anew).
+through chronos' event tables, with main's rules: a world's connection runs
+``recursive_triggers`` on, for its own triggers), no column stored under another name, and a
+key the overlay keeps: an INTEGER PRIMARY KEY drawing from the shared ``sqlite_sequence``
+counter (AUTOINCREMENT, which chronos gives the tables it adopts), or the primary key of a
+WITHOUT ROWID table (a rowid table's copy would number main's rows anew). UNIQUE rules (the
+table's constraints, its unique indexes, partial ones too) are the copy's own: a REPLACE that
+deletes the rows in the way fires the copy's DELETE trigger (``recursive_triggers`` is on), so
+their tombstones are recorded too.
 
 New keys: SQLite gives an AUTOINCREMENT table's new row one past ``temp.sqlite_sequence`` (and
 past its rows), so that counter is brought up to main's shared one when the copy is made and as
@@ -40,8 +43,6 @@ def eligible(wt: WorldTable) -> bool:
     """Whether SQLite can keep every rule of the table on a TEMP table (see the module)."""
     t = wt.t
     if wt.links or wt.referenced or wt.events is not None or t.fts_content or t.renamed:
-        return False
-    if t.unique_constraints or any(not r.primary for r in t.rules.uniques):
         return False
     if t.key_kind == "int":
         return t.autoincrement and _body(t) is not None
@@ -68,19 +69,23 @@ def index_ddl(t: TableInfo, indexes: list[str]) -> list[str]:
     them)."""
     out = []
     for sql in indexes:
-        name = _index_name(sql)
-        made = mirror(sql, name, quote_ident(t.name)) if name else None
+        head = _index_head(sql)
+        made = mirror(sql, head[0], quote_ident(t.name)) if head else None
+        if made and head and head[1]:  # (SQLite keeps a UNIQUE index's rule on the copy)
+            made = made.replace("CREATE INDEX", "CREATE UNIQUE INDEX", 1)
         if made:
             out.append(made)
     return out
 
 
-def _index_name(sql: str) -> str | None:
+def _index_head(sql: str) -> tuple[str, bool] | None:
+    """A CREATE INDEX statement's index name, and whether it is UNIQUE."""
     found = [(text, kind) for text, kind, _s, _e in tokens(sql) if kind in ("word", "name")]
     upper = [text.upper() if kind == "word" else "" for text, kind in found]
     if "ON" not in upper:
         return None
-    return found[upper.index("ON") - 1][0]
+    on = upper.index("ON")
+    return found[on - 1][0], "UNIQUE" in upper[:on]
 
 
 def counter_sync(t: TableInfo) -> str:
