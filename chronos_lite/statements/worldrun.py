@@ -41,7 +41,7 @@ def counted(session: Session, stmt: str) -> str:
     table = worldschema.find_table(session.schema.tables, name)
     if table is None or table[1] not in session.materialized or table[2].fts_content:
         return stmt
-    if table[1] in session.native:  # (a table: SQLite counts it by its b-tree)
+    if table[1] in session.native:  # (a table: SQLite counts it by its b-tree as written)
         return stmt
     n = table[1]
     return worldstate.count_select(session.conn, table[2], n, found.group(1), n in session.whole)

@@ -39,10 +39,10 @@ def adapt_insert(
     assert session.world is not None  # (sqlrun calls this for a world's session only)
     split = sqltext.split_returning(stmt)
     body, returning = split if split else (stmt, None)
-    if (returning is None and "CONFLICT" not in sqltext.all_words(body)) or _native(
-        db, session, body
-    ):
-        return None
+    if returning is None and "CONFLICT" not in sqltext.all_words(body):
+        return None  # (neither clause: the common INSERT, no table looked up)
+    if _native(db, session, body):
+        return None  # (a table: SQLite runs both clauses as written)
     clause_at = _on_conflict_at(body)
     if clause_at is None and returning is None:
         return None

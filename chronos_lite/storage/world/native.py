@@ -33,7 +33,7 @@ from ..schema.catalog import TableInfo
 from ..shadow import DEAD, SEQ, WORLD, overlay_table
 from .context import CLOCK, CTX
 from .overlay import remember, upsert_clause
-from .state import mirror
+from .state import index_head, mirror
 from .writes import WorldTable, trigger_name
 
 SUFFIXES = ("ni", "nu", "nk", "nd", "ns")
@@ -69,23 +69,11 @@ def index_ddl(t: TableInfo, indexes: list[str]) -> list[str]:
     them)."""
     out = []
     for sql in indexes:
-        head = _index_head(sql)
-        made = mirror(sql, head[0], quote_ident(t.name)) if head else None
-        if made and head and head[1]:  # (SQLite keeps a UNIQUE index's rule on the copy)
-            made = made.replace("CREATE INDEX", "CREATE UNIQUE INDEX", 1)
+        head = index_head(sql)
+        made = mirror(sql, head[0], quote_ident(t.name), unique=head[1]) if head else None
         if made:
             out.append(made)
     return out
-
-
-def _index_head(sql: str) -> tuple[str, bool] | None:
-    """A CREATE INDEX statement's index name, and whether it is UNIQUE."""
-    found = [(text, kind) for text, kind, _s, _e in tokens(sql) if kind in ("word", "name")]
-    upper = [text.upper() if kind == "word" else "" for text, kind in found]
-    if "ON" not in upper:
-        return None
-    on = upper.index("ON")
-    return found[on - 1][0], "UNIQUE" in upper[:on]
 
 
 def counter_sync(t: TableInfo) -> str:

@@ -24,6 +24,7 @@ from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..worlds import World
 from . import context as worldcontext
 from . import fts as worldfts
+from . import native as worldnative
 from . import schema as worldschema
 from . import state as worldstate
 from .schema import BranchSchema
@@ -36,8 +37,10 @@ from .sql import (
     table_objects,
     world_objects,
     world_table,
+    world_tables,
 )
 from .views import key_view
+from .writes import WorldTable
 
 PLACED = "temp._chronos_placed"
 _ROWID = {"rowid", "oid", "_rowid_"}
@@ -119,7 +122,8 @@ def place(
         for _name, (n, t) in schema.tables.items()
         if n in session.materialized and worldstate.copies_whole(conn, t, n in session.bigger)
     }
-    session.native = native_tables(schema, world.id, session.whole)
+    writers = world_tables(schema, world.id) if session.whole else {}
+    session.native = native_tables(writers, session.whole)
     made, own = world_objects(
         schema,
         world.id,
@@ -129,6 +133,7 @@ def place(
         session.materialized,
         session.whole,
         session.native,
+        writers or None,
     )
     try:
         for stmt in made:
@@ -144,7 +149,7 @@ def place(
                 n,
                 world.id,
                 world.base.get(n, 0),
-                _whole_indexes(session, schema, n, t),
+                _whole_indexes(session, schema, n, t, writers.get(n)),
                 n in session.native,
             )
     for stmt in placeholders(schema, worldschema.DROPPED):
@@ -226,15 +231,15 @@ def _materialized(
 
 
 def _whole_indexes(
-    session: Session, schema: BranchSchema, n: int, t: TableInfo
+    session: Session, schema: BranchSchema, n: int, t: TableInfo, wt: WorldTable | None
 ) -> list[str] | None:
-    """A whole copy's indexes (a native one's triggers too), for ``fill`` to make once its rows
-    are in (None: not whole)."""
+    """A whole copy's indexes (a native one's triggers too: ``wt``, its table's writers), for
+    ``fill`` to make once its rows are in (None: not whole)."""
     if n not in session.whole:
         return None
     if n in session.native:
-        assert session.world is not None  # (a world's table)
-        return native_after_fill(schema, session.world.id, n)
+        assert wt is not None  # (a native copy's writers are known: its eligibility read them)
+        return native_after_fill(schema, wt)
     return worldstate.index_ddl(t, n, schema.indexes_on(t.name), whole=True)
 
 
@@ -245,15 +250,16 @@ def materialize(session: Session, n: int) -> None:
     conn, schema, world = session.conn, session.schema, session.world
     t = next(t for m, t in schema.tables.values() if m == n)
     whole = worldstate.copies_whole(conn, t, n in session.bigger)
-    native = whole and bool(native_tables(schema, world.id, {n}))
-    made, names = table_objects(schema, world_table(schema, world.id, n), whole, native)
+    wt = world_table(schema, world.id, n)
+    native = whole and worldnative.eligible(wt)
+    made, names = table_objects(schema, wt, whole, native)
     for stmt in made:
         conn.execute(stmt)
     if whole:
         session.whole.add(n)
     if native:
         session.native.add(n)
-    indexes = _whole_indexes(session, schema, n, t)
+    indexes = _whole_indexes(session, schema, n, t, wt)
     session.synced[n] = worldstate.fill(conn, t, n, world.id, world.base.get(n, 0), indexes, native)
     session.materialized.add(n)
     for fts in ftsinfo.fts_tables(conn):  # (an index of the table's rows: the world's own now)

@@ -83,11 +83,13 @@ def world_objects(
     materialized: set[int] | frozenset[int] = frozenset(),
     whole: set[int] | frozenset[int] = frozenset(),
     native: set[int] | frozenset[int] = frozenset(),
+    writers: dict[int, WorldTable] | None = None,
 ) -> tuple[list[str], set[str]]:
     """Every TEMP statement that puts a connection on the world, and the names of chronos' own
     triggers among them (the guard trusts those). Writable: the ``materialized`` tables get
     their TEMP tables, views and triggers (``table_objects``; the ``whole`` ones read a whole
-    copy; the ``native`` ones, a native one: ``world.native``); the others are main's own.
+    copy; the ``native`` ones, a native one: ``world.native``); the others are main's own
+    (``writers``: ``world_tables``, if the caller has them).
     Not ``writable``: every table's view as of ``base`` (main as it was at a moment: world 0,
     no overlay; or a world at moment ``at``: its history)."""
     out: list[str] = []
@@ -104,7 +106,7 @@ def world_objects(
                 name = key_view(n) if keyed else quote_ident(t.name)
                 out.append(f"CREATE TEMP VIEW {name} AS {select}")
         return out, trusted
-    writers = world_tables(schema, world)
+    writers = writers if writers is not None else world_tables(schema, world)
     for _name, (n, _t) in sorted(schema.tables.items()):
         if n in materialized:
             made, names = table_objects(schema, writers[n], n in whole, n in native)
@@ -154,10 +156,9 @@ def table_objects(
     return out, trusted
 
 
-def native_after_fill(schema: BranchSchema, world: int, n: int) -> list[str]:
+def native_after_fill(schema: BranchSchema, wt: WorldTable) -> list[str]:
     """What a native copy gets once its rows are in: main's indexes, its counter of new keys,
     the triggers recording its writes."""
-    wt = world_table(schema, world, n)
     t = wt.t
     return [
         *worldnative.index_ddl(t, schema.indexes_on(t.name)),
@@ -166,11 +167,9 @@ def native_after_fill(schema: BranchSchema, world: int, n: int) -> list[str]:
     ]
 
 
-def native_tables(schema: BranchSchema, world: int, whole: set[int]) -> set[int]:
-    """The tables of ``whole`` that a world's connection copies as native TEMP tables."""
-    if not whole:
-        return set()
-    writers = world_tables(schema, world)
+def native_tables(writers: dict[int, WorldTable], whole: set[int]) -> set[int]:
+    """The tables of ``whole`` that a world's connection copies as native TEMP tables
+    (``writers``: ``world_tables``)."""
     return {n for n in whole if worldnative.eligible(writers[n])}
 
 

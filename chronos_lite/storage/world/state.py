@@ -57,15 +57,22 @@ def indexed_view(n: int, i: int) -> str:
     return f"_chronos_ib{n}_{i}"
 
 
+def index_head(sql: str) -> tuple[str, bool] | None:
+    """A CREATE INDEX statement's index name, and whether the index is UNIQUE."""
+    found = [text for text, kind, _s, _e in tokens(sql) if kind in ("word", "name")]
+    upper = [w.upper() for w in found]
+    if "INDEX" not in upper or "ON" not in upper:
+        return None
+    on = upper.index("ON")
+    return found[on - 1], "UNIQUE" in upper[:on]
+
+
 def index_number(indexes: list[str], name: str) -> int | None:
     """Which of main's CREATE INDEX statements (``indexes``) makes the index ``name``."""
     for i, sql in enumerate(indexes):
-        found = [text for text, kind, _s, _e in tokens(sql) if kind in ("word", "name")]
-        upper = [w.upper() for w in found]
-        if "INDEX" in upper and "ON" in upper:
-            named = found[upper.index("ON") - 1]
-            if named.lower() == name.lower():
-                return i
+        head = index_head(sql)
+        if head is not None and head[0].lower() == name.lower():
+            return i
     return None
 
 
@@ -151,8 +158,9 @@ def index_ddl(t: TableInfo, n: int, indexes: list[str], whole: bool = False) -> 
     return out
 
 
-def mirror(sql: str, name: str, table: str) -> str | None:
-    """An index of main's table as a plain TEMP index on the live rows."""
+def mirror(sql: str, name: str, table: str, unique: bool = False) -> str | None:
+    """An index of main's table as a TEMP index on a copy of its rows: plain (the live rows:
+    uniqueness is the world's triggers'), or ``unique`` (a native copy keeps it itself)."""
     found = tokens(sql)
     on = next(
         (i for i, (w, k, _s, _e) in enumerate(found) if k == "word" and w.upper() == "ON"), None
@@ -162,7 +170,8 @@ def mirror(sql: str, name: str, table: str) -> str | None:
     paren = next((i for i in range(on, len(found)) if found[i][:2] == ("(", "punct")), None)
     if paren is None:
         return None
-    return f"CREATE INDEX temp.{quote_ident(name)} ON {table}{sql[found[paren][2] :]}"
+    kind = "UNIQUE INDEX" if unique else "INDEX"
+    return f"CREATE {kind} temp.{quote_ident(name)} ON {table}{sql[found[paren][2] :]}"
 
 
 def copy_select(t: TableInfo, n: int, with_rowid: bool = False, how: str = "") -> str:
