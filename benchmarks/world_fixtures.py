@@ -331,10 +331,11 @@ STRICT_INSERT = "insert into strict(kind, price, name) values (?, ?, ?)"
 STRICT_UPDATE = "update strict set price = ? where id = ?"
 
 
-def build_strict(path: Path, rows: int, seed: int = 4) -> Path:
+def build_strict(path: Path, rows: int, seed: int = 4, triggers: bool = True) -> Path:
     """A plain file: ``kinds`` (the parent), ``strict`` with ``rows`` rows (NOT NULL, CHECK,
-    UNIQUE, a foreign key to kinds) and its AFTER INSERT and AFTER UPDATE triggers writing
-    ``log``. The rows are loaded before the triggers exist (the log starts empty)."""
+    UNIQUE, a foreign key to kinds) and (``triggers``) its AFTER INSERT and AFTER UPDATE
+    triggers writing ``log``. The rows are loaded before the triggers exist (the log starts
+    empty)."""
     conn = apsw.Connection(str(path))
     conn.execute("pragma journal_mode = wal").fetchall()
     rng = random.Random(seed)
@@ -349,7 +350,7 @@ def build_strict(path: Path, rows: int, seed: int = 4) -> Path:
             for i in range(1, rows + 1)
         ),
     )
-    for sql in STRICT_SCHEMA[3:]:
+    for sql in STRICT_SCHEMA[3:] if triggers else ():
         conn.execute(sql)
     conn.execute("COMMIT")
     conn.close()

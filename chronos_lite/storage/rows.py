@@ -383,9 +383,13 @@ def as_data(session: Session) -> Iterator[None]:
     """Inside the caller's write transaction: rows written as data, as replication writes them
     (a merge, a restore, a rollback, an undo): on main the app's triggers are taken off and put
     back, as they were, before it commits (nobody else sees them gone; a failure rolls their
-    removal back too); on a world its triggers are told (``replica``) to write the rows alone."""
+    removal back too); on a world its triggers are told (``replica``) to write the rows alone,
+    and its native copies' foreign keys are checked at the commit."""
     conn = session.conn
     if session.world is not None:
+        # (a native copy's keys, SQLite's own: checked at the commit, whatever the rows' order;
+        # it is off again after the commit)
+        conn.execute("pragma defer_foreign_keys = on")
         conn.execute(f"UPDATE {worldsql.CTX} SET replica = 1")
         try:
             yield

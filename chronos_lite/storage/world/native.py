@@ -9,8 +9,10 @@ a statement reads and writes it as it would main's: SQLite plans, checks and wri
 trusted AFTER triggers record each row written in the world's overlay and history, as the
 INSTEAD OF triggers of an emulated table do (``world.writes``) with every rule besides.
 
-Which tables: those whose rules need nothing outside the TEMP table (``eligible``): no foreign
-key either way (SQLite's TEMP table can't reach main's), none of the app's triggers (they fire
+Which tables: those whose rules need nothing outside the TEMP tables (``eligible``): a foreign
+key only to and from tables copied natively with it (``group``: SQLite checks a TEMP table's keys
+against the TEMP tables of those names; such tables are copied together, parents first, or not
+at all), none of the app's triggers (they fire
 through chronos' event tables, with main's rules: a world's connection runs
 ``recursive_triggers`` on, for its own triggers), no column stored under another name, and a
 key the overlay keeps: an INTEGER PRIMARY KEY drawing from the shared ``sqlite_sequence``
@@ -40,9 +42,51 @@ SUFFIXES = ("ni", "nu", "nk", "nd", "ns")
 
 
 def eligible(wt: WorldTable) -> bool:
-    """Whether SQLite can keep every rule of the table on a TEMP table (see the module)."""
+    """Whether SQLite can keep every rule of the table on a TEMP table alone (see the module)."""
+    return not linked(wt) and _keeps_alone(wt)
+
+
+def linked(wt: WorldTable) -> bool:
+    """Whether a foreign key links the table to another (or to itself)."""
+    return bool(wt.links or wt.referenced)
+
+
+def group(writers: dict[int, WorldTable], n: int) -> list[int] | None:
+    """Table ``n`` and every table a foreign key links it to, directly or through others,
+    parents before their children: the tables copied natively together. None where they can't
+    be: a key to a table the branch hasn't or to columns that are no key, a loop of keys (a
+    table referencing itself included), a table whose other rules a TEMP table can't keep."""
+    by_lower = {wt.t.name.lower(): m for m, wt in writers.items()}
+    members: set[int] = set()
+    parents: dict[int, set[int]] = {}
+    todo = [n]
+    while todo:
+        m = todo.pop()
+        if m in members:
+            continue
+        members.add(m)
+        wt = writers[m]
+        if not _keeps_alone(wt) or wt.t.name != wt.t.stored:
+            return None
+        for lk in (*wt.links, *wt.referenced):
+            child, parent = by_lower.get(lk.fk.child.lower()), by_lower.get(lk.fk.parent.lower())
+            if child is None or parent is None or child == parent or lk.mismatch is not None:
+                return None
+            parents.setdefault(child, set()).add(parent)
+            todo += [child, parent]
+    order: list[int] = []
+    while len(order) < len(members):
+        ready = sorted(m for m in members - set(order) if parents.get(m, set()) <= set(order))
+        if not ready:
+            return None  # (a loop)
+        order += ready
+    return order
+
+
+def _keeps_alone(wt: WorldTable) -> bool:
+    """Whether the table's rules but its foreign keys need nothing beside a TEMP table."""
     t = wt.t
-    if wt.links or wt.referenced or wt.events is not None or t.fts_content or t.renamed:
+    if wt.events is not None or t.fts_content or t.renamed:
         return False
     if t.key_kind == "int":
         return t.autoincrement and _body(t) is not None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
 
 import apsw
 
@@ -24,10 +23,12 @@ from ..shadow import SEQ, WORLD, history_table, overlay_table
 from ..worlds import World
 from . import context as worldcontext
 from . import fts as worldfts
+from . import groups as worldgroups
 from . import native as worldnative
 from . import schema as worldschema
 from . import state as worldstate
 from .schema import BranchSchema
+from .session import Session
 from .sql import (
     app_view_triggers,
     app_views,
@@ -36,7 +37,6 @@ from .sql import (
     placeholders,
     table_objects,
     world_objects,
-    world_table,
     world_tables,
 )
 from .views import key_view
@@ -47,48 +47,6 @@ _ROWID = {"rowid", "oid", "_rowid_"}
 # The token placement last wrote, and whether another connection committed since (Database)
 QUIET = f"SELECT token, (SELECT data_version FROM pragma_data_version) FROM {PLACED}"
 _TOKENS = itertools.count(1)  # (one process: tokens of every connection's placements differ)
-
-
-@dataclass
-class Session:
-    """A connection placed on one branch: main, or a world through TEMP views."""
-
-    conn: apsw.Connection
-    world: World | None = None
-    past: bool = False  # main as it was at a moment (name@when): read only
-    built_for: tuple | None = None
-    temp_version: int = 0
-    own_temp: set[str] = field(default_factory=set)
-    kept: list[str] = field(default_factory=list)  # AS OF views kept between calls, oldest first
-    # AS OF statements rewritten to name kept views: (text, schema, world) -> (sql, valid until)
-    rewrites: dict[tuple, tuple[str, float]] = field(default_factory=dict)
-    schema: BranchSchema | None = None  # what a world's connection is placed on
-    # What a world's connection derives from the file (materialized tables, FTS5 copies)
-    # holds the world as this connection last saw it: the world's version then (another
-    # connection's write makes it stale: placed again), main's history per table, the
-    # file's data_version (unchanged: nobody else wrote since)
-    seen: int | None = None
-    materialized: set[int] = field(default_factory=set)
-    whole: set[int] = field(default_factory=set)  # materialized as a whole copy (world.state)
-    native: set[int] = field(default_factory=set)  # of them, copied natively (world.native)
-    # tables copied whole whatever their size, and what reads of the others cost (``demand``)
-    bigger: set[int] = field(default_factory=set)
-    reads: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
-    read_whole: dict[int, int] = field(default_factory=dict)
-    scan_time: dict[int, float] = field(default_factory=dict)
-    main_rows: dict[int, int] = field(default_factory=dict)
-    synced: dict[int, int] = field(default_factory=dict)
-    data_version: int | None = None
-    # The token placement last wrote with the TEMP objects it made (``placement.intact``)
-    placed: int | None = None
-    # The world's version the call's own commit left (None: read it at the call's end, if the
-    # connection changed anything), and the connection's count of changes when a call ended
-    settled: int | None = None
-    changes: int = 0
-
-    @property
-    def branch(self) -> str:
-        return self.world.name if self.world else "main"
 
 
 def _unfit(world: World, exc: apsw.SQLError) -> ChronosError:
@@ -111,19 +69,56 @@ def place(
 ) -> None:
     """Put the session's connection on its world (``trusted``: main's history triggers, which
     its guard trusts beside the world's own; ``main_tables``: main's, to tell the tables whose
-    shape the world changed)."""
+    shape the world changed). Tables copied natively together whose rows break a foreign key
+    between them (main written without the keys checked) are placed again apart."""
+    while True:
+        session.conn.execute("SAVEPOINT _chronos_place")
+        try:
+            _place(session, schema, trusted, writable, at, main_tables)
+        except _Loose as loose:
+            session.conn.execute("ROLLBACK TO _chronos_place")
+            session.conn.execute("RELEASE _chronos_place")
+            session.loose |= loose.tables
+            continue
+        except BaseException:
+            if session.conn.in_transaction:
+                session.conn.execute("RELEASE _chronos_place")
+            raise
+        session.conn.execute("RELEASE _chronos_place")
+        return
+
+
+class _Loose(Exception):
+    """Rows copied natively broke a foreign key between ``tables``."""
+
+    def __init__(self, tables: set[int]) -> None:
+        self.tables = tables
+
+
+def _place(
+    session: Session,
+    schema: BranchSchema,
+    trusted: frozenset[str],
+    writable: bool,
+    at: float | None,
+    main_tables: dict | None,
+) -> None:
     conn, world = session.conn, session.world
     assert world is not None  # only a world's session (or a past one's) is placed
     kept = _users_views(session)
     _clear(conn)
     session.materialized = _materialized(conn, schema, world, main_tables) if writable else set()
+    writers = world_tables(schema, world.id) if session.materialized else {}
+    grouped = worldgroups.grouped(
+        session, writers
+    )  # (copied natively with the tables their keys link)
+    session.materialized |= grouped
     session.whole = {
         n
         for _name, (n, t) in schema.tables.items()
         if n in session.materialized and worldstate.copies_whole(conn, t, n in session.bigger)
     }
-    writers = world_tables(schema, world.id) if session.whole else {}
-    session.native = native_tables(writers, session.whole)
+    session.native = native_tables(writers, session.whole) | grouped
     made, own = world_objects(
         schema,
         world.id,
@@ -141,8 +136,8 @@ def place(
     except apsw.SQLError as exc:  # (the world's schema changes and main's since no longer fit)
         raise _unfit(world, exc) from None
     session.synced = {}
-    for _name, (n, t) in schema.tables.items():
-        if n in session.materialized:
+    try:
+        for n, t in worldgroups.fill_order(schema, writers, session.materialized, grouped):
             session.synced[n] = worldstate.fill(
                 conn,
                 t,
@@ -152,6 +147,10 @@ def place(
                 _whole_indexes(session, schema, n, t, writers.get(n)),
                 n in session.native,
             )
+    except apsw.ConstraintError:  # (rows whose foreign keys don't hold: as main may have)
+        if not grouped:
+            raise
+        raise _Loose(grouped) from None
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
     copies = set()
@@ -245,13 +244,38 @@ def _whole_indexes(
 
 def materialize(session: Session, n: int) -> None:
     """A table the world read as main's own gets its TEMP tables, views and triggers (a
-    statement is about to write it, or main changed it since the fork)."""
+    statement is about to write it, or main changed it since the fork); copied natively with
+    the tables foreign keys link it to, where they all can be (``world.native.group``)."""
+    assert session.schema is not None and session.world is not None  # (a placed world)
+    writers = world_tables(session.schema, session.world.id)
+    members = worldgroups.group_of(session, writers, n, fresh=False)
+    if members is None:
+        _materialize(session, writers[n])
+        return
+    kept = (set(session.materialized), set(session.whole), set(session.native))
+    session.conn.execute("SAVEPOINT _chronos_group")
+    try:
+        for m in members:
+            if m not in session.materialized:
+                _materialize(session, writers[m], native=True)
+    except apsw.ConstraintError:  # (rows whose foreign keys don't hold: as main may have)
+        session.conn.execute("ROLLBACK TO _chronos_group")
+        session.conn.execute("RELEASE _chronos_group")
+        session.materialized, session.whole, session.native = kept
+        session.loose |= set(members)
+        _materialize(session, writers[n])
+        return
+    session.conn.execute("RELEASE _chronos_group")
+
+
+def _materialize(session: Session, wt: WorldTable, native: bool | None = None) -> None:
+    """One table made the world's own (``native``: copied natively, its group decided)."""
     assert session.schema is not None and session.world is not None  # (a placed world)
     conn, schema, world = session.conn, session.schema, session.world
-    t = next(t for m, t in schema.tables.values() if m == n)
-    whole = worldstate.copies_whole(conn, t, n in session.bigger)
-    wt = world_table(schema, world.id, n)
-    native = whole and worldnative.eligible(wt)
+    t, n = wt.t, wt.n
+    whole = bool(native) or worldstate.copies_whole(conn, t, n in session.bigger)
+    if native is None:
+        native = whole and worldnative.eligible(wt)
     made, names = table_objects(schema, wt, whole, native)
     for stmt in made:
         conn.execute(stmt)
@@ -447,8 +471,7 @@ def _clear(conn: apsw.Connection) -> None:
     ):
         conn.execute(f"drop view temp.{quote_ident(name)}")
     copies = {name.lower() for name in ftsinfo.virtual_tables(conn)}
-    for name, kind in all_rows(conn.execute(_NATIVE_COPIES)):  # (their triggers with them)
-        conn.execute(f"drop {kind} temp.{quote_ident(name)}")
+    worldgroups.drop_native(conn)
     for (name,) in all_rows(
         conn.execute("select name from temp.sqlite_schema where type = 'table' and sql is not null")
     ):
@@ -456,16 +479,6 @@ def _clear(conn: apsw.Connection) -> None:
             name.lower() in copies
         ):
             conn.execute(f"drop table temp.{quote_ident(name)}")  # (an FTS5 copy: made anew)
-
-
-# A native copy (world.native) is named like the app's table: known by its trigger of deletes;
-# and its trigger on the statement context
-_NATIVE_COPIES = (
-    "select tbl_name, 'table' from temp.sqlite_schema where type = 'trigger' "
-    "and name like '\\_chronos\\_w\\_nd\\_%' escape '\\' union all "
-    "select name, 'trigger' from temp.sqlite_schema where type = 'trigger' "
-    "and name like '\\_chronos\\_w\\_ns\\_%' escape '\\'"
-)
 
 
 def _make_all(conn: apsw.Connection, statements: list[str]) -> None:

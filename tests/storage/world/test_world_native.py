@@ -19,6 +19,7 @@ create table tags(k text primary key, v int) without rowid;
 create table coded(id integer primary key, code text unique);
 create table parent(id integer primary key);
 create table child(id integer primary key, p int references parent(id));
+create table node(id integer primary key, up int references node(id));
 create table watched(id integer primary key, v);
 create table seen(m);
 create trigger watched_seen after insert on watched begin insert into seen values (new.v); end;
@@ -26,6 +27,9 @@ create table texts(k text primary key, v);
 insert into items(name, price) values ('a', 1), ('b', 2), ('c', 3);
 insert into tags values ('x', 1), ('y', 2);
 insert into coded(code) values ('a'), ('b');
+insert into parent values (1), (2);
+insert into child values (1, 1);
+insert into node values (1, null);
 create unique index coded_upper on coded(upper(code)) where code <> 'free';
 """
 
@@ -49,7 +53,7 @@ def written(db, table: str) -> list[tuple]:
 
 
 def test_only_tables_whose_rules_a_temp_table_keeps_alone_are_native(db, copies):
-    for table in ("items", "tags", "coded", "child", "parent", "watched", "texts"):
+    for table in ("items", "tags", "coded", "child", "watched", "texts", "node"):
         db.sql(f"delete from {table} where 0", branch="w")
         db.database.writable(db.database.session("w"), table)
     session = db.database.session("w")
@@ -58,7 +62,8 @@ def test_only_tables_whose_rules_a_temp_table_keeps_alone_are_native(db, copies)
     if copies == "apart":
         assert session.native == set()
         return
-    assert native == {"items", "tags", "coded"}, native
+    # (parent: copied natively with child, whose foreign key SQLite then checks against it)
+    assert native == {"items", "tags", "coded", "child", "parent"}, native
 
 
 def test_statements_run_as_on_main_and_land_in_the_overlay(db, copies):
@@ -190,3 +195,130 @@ def test_a_replace_that_deletes_the_row_in_a_unique_rules_way_is_recorded(db, co
     # (row 3, inserted by the first REPLACE, went in the third's: main never had it)
     free = str(rows(db, "select id from coded where code = 'free'")[0][0])
     assert written(db, "coded") == [("delete", "1"), ("insert", free), ("update", "2")]
+
+
+SHOP = """
+create table customers(id integer primary key, name text not null unique);
+create table invoices(id integer primary key, customer int not null references customers(id),
+                      total real default 0);
+create table lines(id integer primary key,
+                   invoice int references invoices(id) on delete cascade on update cascade,
+                   note int references notes(id) on delete set null deferrable initially deferred,
+                   qty int check (qty > 0));
+create table notes(id integer primary key, body text);
+insert into customers(name) values ('ann'), ('bob');
+insert into invoices(customer, total) values (1, 10), (1, 20), (2, 30);
+insert into notes(body) values ('n1'), ('n2');
+insert into lines(invoice, note, qty) values (1, 1, 1), (1, null, 2), (2, 2, 3), (3, 1, 4);
+"""
+
+
+@pytest.fixture
+def shop(tmp_path):
+    with chronos_lite.init(tmp_path / "shop") as db:
+        db.sql(SHOP)
+        db.fork("w")
+        yield db
+
+
+def test_tables_linked_by_foreign_keys_are_copied_natively_together(shop, copies):
+    """Writing one table of a group makes every table its keys link the world's own, natively,
+    and SQLite keeps the keys: failures, cascades, SET NULL and deferred keys as on main."""
+    plain = apsw.Connection(":memory:")
+    plain.execute("pragma foreign_keys = on")
+    plain.execute(SHOP)
+    shop.sql("update lines set qty = qty + 1 where id = 1", branch="w")
+    plain.execute("update lines set qty = qty + 1 where id = 1")
+    session = shop.database.session("w")
+    assert session.schema is not None
+    native = {name for name, (n, _t) in session.schema.tables.items() if n in session.native}
+    assert native == ({"customers", "invoices", "lines", "notes"} if copies == "whole" else set())
+    for sql in (
+        "delete from invoices where id = 1",  # (its lines go with it)
+        "update invoices set id = 9 where id = 2",  # (its line follows)
+        "delete from notes where id = 1",  # (the lines' note set null)
+        "insert into lines(invoice, qty) values (9, 5) returning id, invoice",
+        "begin; insert into lines(invoice, note, qty) values (3, 7, 1); "
+        "insert into notes(id, body) values (7, 'late'); commit",  # (deferred: holds at commit)
+    ):
+        assert rows(shop, sql) == plain.execute(sql).fetchall(), sql
+    for sql, message in (
+        ("insert into invoices(customer) values (5)", "FOREIGN KEY constraint failed"),
+        ("delete from customers where id = 2", "FOREIGN KEY constraint failed"),
+        ("insert into lines(invoice, qty) values (3, 0)", "CHECK constraint failed"),
+    ):
+        with pytest.raises(ChronosError, match=message):
+            shop.sql(sql, branch="w")
+    with pytest.raises(ChronosError, match="rolled back\\): FOREIGN KEY constraint failed"):
+        shop.sql("begin; insert into lines(note, qty) values (8, 1); commit", branch="w")
+    for table in ("customers", "invoices", "lines", "notes"):
+        read = f"select * from {table} order by id"
+        assert rows(shop, read) == plain.execute(read).fetchall(), table
+    assert written(shop, "lines") == [
+        ("delete", "1"),
+        ("delete", "2"),
+        ("insert", "5"),
+        ("insert", "6"),
+        ("update", "3"),
+        ("update", "4"),
+    ]
+    assert written(shop, "invoices") == [("delete", "1"), ("delete", "2"), ("insert", "9")]
+    shop.merge("w")
+    for table in ("customers", "invoices", "lines", "notes"):
+        read = f"select * from {table} order by id"
+        assert rows(shop, read, "main") == plain.execute(read).fetchall(), table
+
+
+def test_rows_whose_keys_main_never_checked_keep_the_group_apart(shop, tmp_path, copies):
+    """Main written by a client without foreign keys on (SQLite's default) may hold a child
+    whose parent is gone: the world copies the group apart instead, and writes it as before."""
+    raw = apsw.Connection(str(tmp_path / "shop" / "chronos.db"))
+    raw.execute("pragma foreign_keys = off")
+    raw.execute("insert into lines(invoice, qty) values (77, 1)")
+    raw.close()
+    shop.fork("v")
+    shop.sql("update lines set qty = 9 where invoice = 77", branch="v")
+    session = shop.database.session("v")
+    assert session.native == set()
+    assert rows(shop, "select qty from lines where invoice = 77", "v") == [(9,)]
+    with pytest.raises(ChronosError, match="FOREIGN KEY constraint failed"):
+        shop.sql("insert into invoices(customer) values (5)", branch="v")
+    with chronos_lite.open(tmp_path / "shop") as again:  # (a new connection placed on it)
+        assert rows(again, "select qty from lines where invoice = 77", "v") == [(9,)]
+        again.sql("delete from lines where invoice = 77", branch="v")
+        assert again.database.session("v").native == set()
+        assert rows(again, "select count(*) from lines", "v") == [(4,)]
+
+
+def test_a_group_written_back_as_data_by_a_rollback_and_a_merge(shop, copies):
+    """A rollback and a merge into a world write rows as data, in any order: the keys between
+    a group's copies are checked at the commit (as a restore on main does), not row by row."""
+    tables = ("customers", "invoices", "lines", "notes")
+
+    def world(branch: str) -> list:
+        return [rows(shop, f"select * from {t} order by id", branch) for t in tables]
+
+    shop.sql("update lines set qty = 7 where id = 4", branch="w")
+    shop.call("checkpoint", branch="w", name="start")
+    then = world("w")
+    shop.sql(
+        "delete from invoices where customer = 1; delete from customers where id = 1; "
+        "delete from notes where id = 2",
+        branch="w",
+    )
+    shop.call("rollback", branch="w", checkpoint="start")
+    assert world("w") == then
+    shop.fork("v", "w")
+    shop.sql(
+        "delete from lines where invoice = 3; delete from invoices where id = 3; "
+        "delete from customers where id = 2; insert into customers(name) values ('cy')",
+        branch="v",
+    )
+    shop.merge("v", into="w")
+    assert world("w") == world("v")
+    shop.fork("u", "w")
+    shop.sql("delete from invoices where customer = 1", branch="u")
+    shop.sql("delete from customers where id = 1", branch="u")
+    shop.sql("insert into invoices(customer) values (1)", branch="w")
+    with pytest.raises(ChronosError, match="would break a foreign key: rows of invoices"):
+        shop.merge("u", into="w")  # (as into main: told before anything is written)
