@@ -20,21 +20,26 @@ def group_of(
     session: Session, writers: dict[int, WorldTable], n: int, fresh: bool
 ) -> list[int] | None:
     """Table ``n`` and the tables its foreign keys link it to, parents first, if they are all
-    copied natively together (``world.native.group``): whole copies all, none of them kept
-    apart already (``fresh``: the connection is being placed, nothing is yet)."""
+    copied natively together (``world.native.group``): whole copies all, of at most
+    ``whole_rows`` rows together (the first write to one of them copies them all: bounded as a
+    table's), none of them kept apart already (``fresh``: the connection is being placed,
+    nothing is yet)."""
     if not worldnative.linked(writers[n]):
         return None
     members = worldnative.group(writers, n)
     if members is None or session.loose & set(members):
         return None
+    conn, rows = session.conn, 0
     for m in members:
         if not fresh and m in session.materialized:
             if m not in session.native:
                 return None
             continue
-        if not worldstate.copies_whole(session.conn, writers[m].t, m in session.bigger):
+        t = writers[m].t
+        if not worldstate.copies_whole(conn, t, any_size=True):  # (main's legacy NULL keys)
             return None
-    return members
+        rows += 0 if m in session.bigger else worldstate.main_count(conn, t)
+    return members if rows <= worldstate.whole_rows(conn) else None
 
 
 def grouped(session: Session, writers: dict[int, WorldTable]) -> set[int]:

@@ -288,6 +288,11 @@ def whole_rows(conn: apsw.Connection) -> int:
     return WHOLE_ROWS if row is None else int(row[0])
 
 
+def main_count(conn: apsw.Connection, t: TableInfo) -> int:
+    """The rows of main's table (SQLite counts them by the b-tree)."""
+    return one_row(conn.execute(f"SELECT count(*) FROM main.{quote_ident(t.stored)}"))[0]
+
+
 def copies_whole(conn: apsw.Connection, t: TableInfo, any_size: bool = False) -> bool:
     """Whether a world's connection keeps a whole copy of the table (main's rows and the
     world's), read as SQLite reads a table, rather than main's rows and the world's apart: a
@@ -296,10 +301,8 @@ def copies_whole(conn: apsw.Connection, t: TableInfo, any_size: bool = False) ->
     main = f"main.{quote_ident(t.stored)}"
     if t.fts_content:
         return False
-    if not any_size:
-        rows = one_row(conn.execute(f"SELECT count(*) FROM {main}"))[0]
-        if rows > whole_rows(conn):
-            return False
+    if not any_size and main_count(conn, t) > whole_rows(conn):
+        return False
     if t.key_kind not in ("single", "composite"):
         return True
     nulls = " OR ".join(f"{t.col(c)} IS NULL" for c in t.pk)

@@ -322,3 +322,15 @@ def test_a_group_written_back_as_data_by_a_rollback_and_a_merge(shop, copies):
     shop.sql("insert into invoices(customer) values (1)", branch="w")
     with pytest.raises(ChronosError, match="would break a foreign key: rows of invoices"):
         shop.merge("u", into="w")  # (as into main: told before anything is written)
+
+
+def test_a_group_copies_natively_only_up_to_whole_rows_together(shop, monkeypatch):
+    """The first write to one table copies its whole group: bounded by ``whole_rows`` as one
+    table's copy is (11 rows here, each table under 10: kept emulated)."""
+    from chronos_lite.storage.world import state as worldstate
+
+    monkeypatch.setattr(worldstate, "WHOLE_ROWS", 10)
+    shop.sql("update notes set body = 'x' where id = 1", branch="w")
+    session = shop.database.session("w")
+    assert session.native == set() and session.whole  # (notes: an emulated whole copy)
+    assert rows(shop, "select body from notes order by id") == [("x",), ("n2",)]
