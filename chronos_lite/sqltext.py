@@ -15,6 +15,30 @@ import apsw
 
 _WORD = re.compile(r"[^\W\d]+")  # letters (of any script) and _: a word of SQL text
 
+# One pass of SQLite's token classes over a text (a C-speed regex: the statement path scans
+# each statement several times, and a script of a thousand statements each one): what
+# ``_skip_quoted`` skips (comments, strings, quoted names, unterminated ones to the end), words
+# (letters, digits, _ and $), one character of anything else.
+_LEX = re.compile(
+    r"""(?P<space>\s+)
+    |(?P<comment>--[^\n]*\n?|/\*.*?(?:\*/|\Z))
+    |(?P<string>'[^']*(?:''[^']*)*'?)
+    |(?P<name>"[^"]*(?:""[^"]*)*"?|`[^`]*(?:``[^`]*)*`?|\[[^\]]*\]?)
+    |(?P<word>[\w$]+)
+    |(?P<punct>.)""",
+    re.S | re.X,
+)
+
+
+def _lex(sql: str) -> tuple[tuple[str, int, int], ...]:
+    """The text's tokens: (kind, start, end), kind one of _LEX's groups."""
+    return _lexed(sql) if len(sql) <= 65536 else _lexed.__wrapped__(sql)
+
+
+@functools.lru_cache(maxsize=512)  # each statement of a call is asked about several times
+def _lexed(sql: str) -> tuple[tuple[str, int, int], ...]:
+    return tuple((m.lastgroup or "punct", m.start(), m.end()) for m in _LEX.finditer(sql))
+
 
 def quote_ident(name: str) -> str:
     """Quote an identifier so any name, hostile ones included, is taken literally."""
@@ -98,19 +122,13 @@ def split_statements(sql: str) -> list[str]:
 @functools.lru_cache(maxsize=256)  # the rights and the run both split a call's SQL
 def _split(sql: str) -> tuple[str, ...]:
     out: list[str] = []
-    start = i = 0
-    n = len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
-            i = _skip_quoted(sql, i)
-            continue
-        if ch == ";":
-            candidate = sql[start : i + 1]
+    start = 0
+    for kind, at, end in _lex(sql):
+        if kind == "punct" and sql[at] == ";":
+            candidate = sql[start:end]
             if apsw.complete(candidate):
                 _keep(out, candidate[:-1])
-                start = i + 1
-        i += 1
+                start = end
     _keep(out, sql[start:])
     return tuple(out)
 
@@ -124,19 +142,12 @@ def _keep(out: list[str], stmt: str) -> None:
 def strip_comments(sql: str) -> str:
     """The statement with comments removed (strings kept), for keyword checks."""
     parts: list[str] = []
-    i = 0
-    while i < len(sql):
-        if sql.startswith("--", i) or sql.startswith("/*", i):
-            i = _skip_quoted(sql, i)
-            parts.append(" ")
-            continue
-        if sql[i] in "'\"`[":
-            j = _skip_quoted(sql, i)
-            parts.append(sql[i:j])
-            i = j
-            continue
-        parts.append(sql[i])
-        i += 1
+    kept = 0
+    for kind, at, end in _lex(sql):
+        if kind == "comment":
+            parts += [sql[kept:at], " "]
+            kept = end
+    parts.append(sql[kept:])
     return "".join(parts)
 
 
@@ -148,59 +159,37 @@ def keywords(sql: str, count: int = 4) -> list[str]:
 @functools.lru_cache(maxsize=1024)  # asked several times of each statement of a call
 def _keywords(sql: str, count: int) -> tuple[str, ...]:
     words: list[str] = []
-    text = strip_comments(sql)
-    i = 0
-    while i < len(text) and len(words) < count:
-        if text[i] in "'\"`[":
-            i = _skip_quoted(text, i)
-            continue
-        m = _WORD.match(text, i)
-        if m:
-            words.append(m.group(0).upper())
-            i = m.end()
-        else:
-            i += 1
+    for word in _bare_words(sql):
+        if len(words) >= count:
+            break
+        words.append(word)
     return tuple(words)
+
+
+def _bare_words(sql: str) -> Iterator[str]:
+    """The statement's bare words (runs of letters and _), upper-cased, in order."""
+    for kind, at, end in _lex(sql):
+        if kind == "word":
+            for m in _WORD.finditer(sql, at, end):
+                yield m.group(0).upper()
 
 
 @functools.lru_cache(maxsize=512)
 def all_words(sql: str) -> frozenset[str]:
     """Every bare word of a statement outside strings and quoted names, upper-cased."""
-    text = strip_comments(sql)
-    found: set[str] = set()
-    i = 0
-    while i < len(text):
-        if text[i] in "'\"`[":
-            i = _skip_quoted(text, i)
-            continue
-        m = _WORD.match(text, i)
-        if m:
-            found.add(m.group(0).upper())
-            i = m.end()
-        else:
-            i += 1
-    return frozenset(found)
+    return frozenset(_bare_words(sql))
 
 
 def name_tokens(text: str) -> list[tuple[str, int, int]]:
     """Bare words and quoted names (unquoted), with their spans: (text, start, end)."""
     out: list[tuple[str, int, int]] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "'\"`[" or text.startswith("--", i) or text.startswith("/*", i):
-            j = _skip_quoted(text, i)
-            if ch in '"`[':
-                out.append((text[i + 1 : j - 1].replace('""', '"'), i, j))
-            i = j
-        elif ch.isalnum() or ch == "_":
-            j = i
-            while j < len(text) and (text[j].isalnum() or text[j] in "_$"):
-                j += 1
-            out.append((text[i:j], i, j))
-            i = j
-        else:
-            i += 1
+    for kind, at, end in _lex(text):
+        if kind == "name":
+            out.append((_unquote_name(text, at, end), at, end))
+        elif kind == "word":
+            at += len(text[at:end]) - len(text[at:end].lstrip("$"))  # (a word starts after $)
+            if at < end:
+                out.append((text[at:end], at, end))
     return out
 
 
@@ -209,6 +198,8 @@ def tokens(sql: str, word_chars: str = "_$") -> list[tuple[str, str, int, int]]:
     (a quoted name, unquoted), string (a literal, its quotes and doubled quotes removed) and
     punct (one character). ``word_chars``: characters a word may hold besides letters and
     digits."""
+    if word_chars == "_$":
+        return list(_tokens(sql))
     out: list[tuple[str, str, int, int]] = []
     i = 0
     while i < len(sql):
@@ -237,44 +228,70 @@ def tokens(sql: str, word_chars: str = "_$") -> list[tuple[str, str, int, int]]:
     return out
 
 
-def _unquoted(sql: str) -> Iterator[tuple[int, str, int]]:
-    """(index, character, parenthesis depth) of each character outside strings, quoted names
-    and comments; a parenthesis is reported at the depth inside it."""
-    depth = i = 0
-    while i < len(sql):
-        ch = sql[i]
-        if ch in "'\"`[" or sql.startswith("--", i) or sql.startswith("/*", i):
-            i = _skip_quoted(sql, i)
-            continue
-        depth += ch == "("
-        yield i, ch, depth
-        depth -= ch == ")"
-        i += 1
+@functools.lru_cache(maxsize=512)
+def _tokens(sql: str) -> tuple[tuple[str, str, int, int], ...]:
+    out: list[tuple[str, str, int, int]] = []
+    for kind, at, end in _lex(sql):
+        if kind == "string":
+            out.append((sql[at + 1 : end - 1].replace("''", "'"), kind, at, end))
+        elif kind == "name":
+            out.append((_unquote_name(sql, at, end), kind, at, end))
+        elif kind in ("word", "punct"):
+            out.append((sql[at:end], kind, at, end))
+    return tuple(out)
+
+
+def _unquote_name(sql: str, at: int, end: int) -> str:
+    """A quoted name's text: its quote doubled inside stands for one ([...] doubles none)."""
+    quote = sql[at]
+    inner = sql[at + 1 : end - 1]
+    return inner if quote == "[" else inner.replace(quote * 2, quote)
+
+
+def _marks(sql: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, parenthesis depth) of each punctuation mark outside strings, quoted
+    names and comments; a parenthesis is reported at the depth inside it."""
+    depth = 0
+    for kind, at, _end in _lex(sql):
+        if kind == "punct":
+            ch = sql[at]
+            depth += ch == "("
+            yield at, ch, depth
+            depth -= ch == ")"
 
 
 def top_level_words(sql: str) -> list[tuple[str, int, int]]:
     """Bare words outside parentheses, strings and comments: (UPPER word, start, end)."""
+    return list(_top_level_words(sql))
+
+
+@functools.lru_cache(maxsize=512)
+def _top_level_words(sql: str) -> tuple[tuple[str, int, int], ...]:
     out: list[tuple[str, int, int]] = []
-    end = 0
-    for i, ch, depth in _unquoted(sql):
-        if depth == 0 and i >= end and (ch.isalpha() or ch == "_"):
-            m = _WORD.match(sql, i)
-            assert m is not None  # (it starts at a letter or _, which _WORD matches)
-            out.append((m.group(0).upper(), i, m.end()))
-            end = m.end()
-    return out
+    depth = 0
+    for kind, at, end in _lex(sql):
+        if kind == "punct":
+            depth += (sql[at] == "(") - (sql[at] == ")")
+        elif kind == "word" and depth == 0:
+            for m in _WORD.finditer(sql, at, end):
+                start = m.start()  # (a word starts at a letter or _: not at ², say)
+                while start < m.end() and not (sql[start].isalpha() or sql[start] == "_"):
+                    start += 1
+                if start < m.end():
+                    out.append((sql[start : m.end()].upper(), start, m.end()))
+    return tuple(out)
 
 
 def comma_parts(text: str) -> list[tuple[int, int]]:
     """Spans of ``text`` between commas outside parentheses (a column list, a table body)."""
-    cuts = [i for i, ch, depth in _unquoted(text) if ch == "," and depth == 0]
+    cuts = [i for i, ch, depth in _marks(text) if ch == "," and depth == 0]
     starts = [0] + [c + 1 for c in cuts]
     return list(zip(starts, [*cuts, len(text)]))
 
 
 def matching_paren(text: str, open_at: int) -> int | None:
     """Index of the ``)`` closing the ``(`` at ``open_at``, or None."""
-    for i, ch, depth in _unquoted(text):
+    for i, ch, depth in _marks(text):
         if i > open_at and ch == ")" and depth == 1:
             return i
     return None

@@ -61,6 +61,29 @@ def test_returning_and_top_level_parts():
     assert sqltext.matching_paren("(a, (b), ')') x", 0) == 12
 
 
+def test_tokens_end_where_sqlite_ends_them():
+    """One scan of a text's tokens serves every helper: unterminated strings, names and
+    comments run to the end; doubled quotes stay inside; a word takes digits, _ and $."""
+    assert sqltext.tokens("select 'it''s', [a b], `c``d`, \"e\"\"f\" from $t2 -- x") == [
+        ("select", "word", 0, 6),
+        ("it's", "string", 7, 14),
+        (",", "punct", 14, 15),
+        ("a b", "name", 16, 21),
+        (",", "punct", 21, 22),
+        ("c`d", "name", 23, 29),
+        (",", "punct", 29, 30),
+        ('e"f', "name", 31, 37),
+        ("from", "word", 38, 42),
+        ("$t2", "word", 43, 46),
+    ]
+    assert sqltext.tokens("select 'open") == [("select", "word", 0, 6), ("ope", "string", 7, 12)]
+    assert sqltext.strip_comments("a /* b */ c -- d\ne /* open") == "a   c  e  "
+    assert sqltext.name_tokens("x $1 [y]") == [("x", 0, 1), ("1", 3, 4), ("y", 5, 8)]
+    words = [w for w, _s, _e in sqltext.top_level_words("²or x(returning) y2z")]
+    assert words == ["OR", "X", "Y", "Z"]  # (a word starts at a letter or _)
+    assert sqltext.keywords("/*;*/ SEL/**/ECT 1", 2) == ["SEL", "ECT"]
+
+
 def test_quoting_takes_any_name_literally():
     assert sqltext.quote_ident('we"ird') == '"we""ird"'
     assert sqltext.quote_literal("it's") == "'it''s'"
