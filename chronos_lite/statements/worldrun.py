@@ -164,6 +164,8 @@ def name_columns(session: Session, stmt: str) -> None:
     if found is None:
         return
     _name, n, t = found
+    if n in session.native:  # (SQLite gives a table's defaults itself)
+        return
     named = t.column_names if target[1] is None else target[1]
     worldsql.given_columns(session.conn, n, worldsql.named_mask(t.column_names, named))
 
