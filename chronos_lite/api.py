@@ -24,6 +24,7 @@ from .storage.worlds import World
 if TYPE_CHECKING:
     from .merge import apply as merge_apply
     from .merge import diff as merge_diff
+    from .search.find import Found
     from .statements import loading, sqlrun
 
 
@@ -84,6 +85,21 @@ class Chronos:
         outcome = self.sql(sql, *params, branch=branch)
         last = outcome.results[-1]
         return [dict(zip(last.columns or [], row)) for row in last.rows]
+
+    def find(
+        self,
+        table: str,
+        where: dict[str, Any] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        branch: str = "main",
+    ) -> Found:
+        """The rows whose fields hold ``where``'s values: ``.matches`` counted, ``.rows`` a
+        page of them (``limit`` from ``offset``) in key order."""
+        given: dict[str, Any] = {"table": table, "limit": limit, "offset": offset}
+        if where is not None:
+            given["where"] = where
+        return self._value("find", **given, branch=branch)
 
     def get(self, table: str, id: Any, branch: str = "main") -> dict[str, Any] | None:
         """One row by its id (text as the tools take it, an int, or a list of the key's

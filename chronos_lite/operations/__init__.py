@@ -15,6 +15,7 @@ def _each(module: str, *names: str) -> dict[str, str]:
 
 MODULES: dict[str, str] = {
     **_each("data", "describe"),
+    **_each("finding", "find"),
     **_each("sql", "sql"),
     **_each("data", "get", "put"),
     **_each("insert", "insert"),

@@ -36,7 +36,7 @@ from .world.views import key_view
 from .worlds import World
 
 
-def _source(session: Session, n: int, t: TableInfo, write: bool = False) -> tuple[str, str]:
+def relation(session: Session, n: int, t: TableInfo, write: bool = False) -> tuple[str, str]:
     """The relation to read (or ``write``) the table through, and the name of its key column
     there: a world's table it reads as main's own is main's, until a write makes it the
     world's."""
@@ -75,7 +75,7 @@ def write_row(
     it again after the rest)."""
     conn = session.conn
     verb = " or abort" if abort else ""
-    source, rowid_col = _source(session, n, t, write=True)
+    source, rowid_col = relation(session, n, t, write=True)
     where = _key_condition(t, rowid_col)
     if row is None:
         conn.execute(f"delete from {source} where {where}", key)
@@ -110,7 +110,7 @@ def get_within(
     session = db.session(branch)
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
-    source, rowid_col = _source(session, n, t)
+    source, rowid_col = relation(session, n, t)
     names = [quote_ident(c) for c in t.column_names]
     if longest is not None:
         names = [at_most(c, longest) for c in names]
@@ -161,7 +161,7 @@ def put(db: Database, branch: Where, table: str, id_text: str, record: dict) -> 
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
     row = _check_record(t, record, key, id_text)
-    source, rowid_col = _source(session, n, t, write=True)
+    source, rowid_col = relation(session, n, t, write=True)
     where = _key_condition(t, rowid_col)
     cols = list(row)
     values = list(row.values())
@@ -196,7 +196,7 @@ def delete(db: Database, branch: Where, table: str, id_text: str) -> None:
     session = db.session(branch)
     n, t = db.table(table, session.world)
     key = parse_id(t, id_text)
-    source, rowid_col = _source(session, n, t, write=True)
+    source, rowid_col = relation(session, n, t, write=True)
 
     def run(conn: apsw.Connection) -> None:
         cur = conn.execute(f"delete from {source} where {_key_condition(t, rowid_col)}", key)

@@ -91,6 +91,14 @@ CASES: dict[str, tuple[Call, Call]] = {
             "sql", sql="select name from users where id = $1", params=[2], branch="w"
         ),
     ),
+    "find": (
+        lambda db: db.find("users", {"name": "Ada L."}, limit=5, branch="w"),
+        lambda db: db.call("find", table="users", where={"name": "Ada L."}, limit=5, branch="w"),
+    ),
+    "find refused: no field": (
+        lambda db: db.find("users", {"nick": "Bo"}),
+        lambda db: db.call("find", table="users", where={"nick": "Bo"}),
+    ),
     "get": (
         lambda db: db.get("users", 1, branch="w"),
         lambda db: db.call("get", table="users", id="1", branch="w"),

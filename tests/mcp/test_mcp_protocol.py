@@ -361,6 +361,7 @@ LONG = "a" * 100_000
 # Arguments each tool's bad ones start from: the one world "w" is the session's own.
 BASE: dict[str, dict] = {
     "describe": {},
+    "find": {"table": "users", "where": {"id": 1}},
     "sql": {"sql": "select 1"},
     "get": {"table": "users", "id": "1"},
     "put": {"table": "users", "id": "1", "record": {"name": "x"}, "branch": "w"},

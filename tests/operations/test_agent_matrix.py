@@ -62,6 +62,14 @@ Call = tuple[str, Callable[[dict], dict], Callable[[Rights], bool]]
 SELECT_1 = "select name from users where id = 1"
 CALLS: list[tuple[str, Call]] = [
     ("describe", ("describe", lambda n: {}, lambda r: "read" in r)),
+    (
+        "find main",
+        ("find", lambda n: {"table": "users", "where": {"id": 1}}, lambda r: "read" in r),
+    ),
+    (  # (its own world: read without the read right, as every call reads it)
+        "find mine",
+        ("find", lambda n: {"table": "users", "branch": n["mine"]}, lambda r: True),
+    ),
     ("sql read main", ("sql", lambda n: {"sql": SELECT_1}, lambda r: "read" in r)),
     (
         "sql write mine",

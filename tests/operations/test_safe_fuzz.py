@@ -232,7 +232,7 @@ def tool_call(draw) -> tuple[str, dict]:
     tool = draw(
         st.sampled_from(
             [
-                "sql", "sql", "sql", "sql", "describe", "get", "put", "delete", "fork",
+                "sql", "sql", "sql", "sql", "describe", "find", "get", "put", "delete", "fork",
                 "set_meta", "branches", "diff", "history", "merge_preview", "rebase",
                 "checkpoint", "rollback", "discard", "merge", "restore", "undo_merge",
                 "merge_checks", "set_merge_check", "drop_merge_check",
@@ -249,6 +249,12 @@ def tool_call(draw) -> tuple[str, dict]:
         if draw(st.booleans()):
             args["params"] = [draw(st.sampled_from([1, "x", "\u0000", None, {"a": 1}]))]
         return tool, args
+    if tool == "find":
+        return tool, {
+            "table": draw(st.sampled_from([*TABLES, *TARGETS[4:]])),
+            "where": draw(st.sampled_from([{}, {"id": 1}, {"name": "x"}, {"rowid": 1}])),
+            "branch": b,
+        }
     if tool in ("get", "delete"):
         return tool, {
             "table": draw(st.sampled_from([*TABLES, *TARGETS[4:]])),

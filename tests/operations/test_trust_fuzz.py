@@ -133,6 +133,7 @@ step = st.one_of(
     st.tuples(st.just("rebase"), world, st.sampled_from(["fail", "ours", "theirs"])),
     *[st.tuples(st.just("merge"), world, merge_args)] * 3,
     st.tuples(st.just("set_meta"), world, st.sampled_from(META)),
+    st.tuples(st.just("find"), world, st.sampled_from([{}, {"id": 1}, {"name": "a"}])),
     st.tuples(st.just("on_main"), st.sampled_from(range(len(ON_MAIN)))),
     st.tuples(st.just("own_history"), world,
               st.sampled_from(["checkpoint", "rollback", "restore"])),
@@ -391,7 +392,7 @@ class Run:
     # steps
     def step(self, kind: str, *a: Any) -> None:
         """One step; a world given by number is the open world it picks."""
-        if kind in ("write", "set_meta", "rebase", "merge", "own_history", "approve"):
+        if kind in ("write", "set_meta", "rebase", "merge", "own_history", "approve", "find"):
             a = (self.pick(a[0]), *a[1:])
         if kind == "review":
             a = (a[0], self.pick(a[1]), *a[2:])
@@ -442,6 +443,10 @@ class Run:
         if self.act(w.owner if w else "bot", "set_meta", branch=name, meta=meta)[0].ok and w:
             w.meta_set = True
             w.meta = {k: v for k, v in {**w.meta, **meta}.items() if v is not None}
+
+    def find(self, name: str, where: dict) -> None:
+        """A read on the bot's world or another's (it changes nothing anywhere)."""
+        self.act("bot", "find", table="items", branch=name, where=where)
 
     def mode(self, mode: str) -> None:
         if self.act("owner", "mode", mode=mode)[0].ok:

@@ -32,7 +32,7 @@ HEAVY = [
 
 # The operations in the order they are listed (tools/list, help): as before they loaded lazily.
 ORDER = [
-    *("describe", "sql", "get", "put", "insert", "delete"),
+    *("describe", "find", "sql", "get", "put", "insert", "delete"),
     *("fork", "set_meta", "branches", "discard"),
     *("diff", "merge", "merge_preview", "rebase"),
     *("merge_policies", "check_merge_policy", "set_merge_policy", "drop_merge_policy"),
