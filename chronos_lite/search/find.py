@@ -49,14 +49,18 @@ def find(
     source, rowid_col = relation(session, n, t)
     clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     conn = session.conn
-    matches = one_row(conn.execute(f"SELECT count(*) FROM {source}{clause}", params))[0]
     keys = [quote_ident(c) for c in t.pk]
     order = rowid_col if t.key_kind == "rowid" else ", ".join(keys)
     names = ", ".join(quote_ident(c) for c in t.column_names)
-    got = conn.execute(
-        f"SELECT {names} FROM {source}{clause} ORDER BY {order} LIMIT ? OFFSET ?",
-        [*params, limit, offset],
-    ).fetchall()
+    conn.execute("SAVEPOINT _chronos_find")  # (the count and the page: one snapshot)
+    try:
+        matches = one_row(conn.execute(f"SELECT count(*) FROM {source}{clause}", params))[0]
+        got = conn.execute(
+            f"SELECT {names} FROM {source}{clause} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ).fetchall()
+    finally:
+        conn.execute("RELEASE _chronos_find")
     rows = [dict(zip(t.column_names, row)) for row in got]
     return Found(t.name, label, matches, list(t.column_names), rows, offset)
 
