@@ -28,6 +28,13 @@ def test_benchmark_quick_run_completes(tmp_path):
     assert out.read_text().startswith(("{", "["))
 
 
+def test_find_benchmark_quick_run_completes(tmp_path):
+    out = tmp_path / "figures.json"
+    proc = _run("benchmarks/bench_find.py", "--quick", "--json", str(out))
+    assert "targets missed" in proc.stdout and "find where (indexed field)" in proc.stdout
+    assert out.read_text().startswith("{")
+
+
 def test_quickstart_example_runs(tmp_path):
     proc = _run("examples/quickstart.py", str(tmp_path / "shop"))
     assert "Ada L." in proc.stdout and "discarded branch task-1" in proc.stdout
