@@ -21,6 +21,7 @@ _TYPES: dict[str, Check] = {
 }
 _KNOWN = {"type", "description", "default", "minLength", "pattern", "minimum", "maximum"}
 _KNOWN |= {"enum", "items", "minItems", "maxItems", "maxLength"}
+_KNOWN |= {"x-past-maximum"}  # (what to do instead past a maximum: the registry's message)
 _TOP = {"$schema", "title", "type", "properties", "additionalProperties", "required"}
 _TOP |= {"x-cli-positional"}
 

@@ -197,6 +197,8 @@ class Operation:
                     raise ref.read_only()  # (a refusal, as everywhere: not a malformed value)
             if spec.get("type") == "string" and isinstance(error.instance, int | float):
                 hint = f' (write it as a string: "{error.instance}")'
+            if error.validator == "maximum" and "x-past-maximum" in spec:
+                hint = f": {spec['x-past-maximum']}"  # (a cap of the spec's: what to do instead)
             if where and spec.get("type") == "array":  # (an item is wrong: say what an item is)
                 spec = spec.get("items", {})
             elif where and spec.get("type") == "object" and "properties" in spec:

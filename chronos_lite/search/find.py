@@ -16,8 +16,6 @@ from ..storage.fetch import one_row
 from ..storage.rows import relation
 from ..storage.schema.catalog import ROWID_COL, Column, TableInfo
 
-MOST_ROWS, MOST_OFFSET = 1000, 100_000  # a call's page: past these, the sql tool reads on
-
 
 @dataclass
 class Found:

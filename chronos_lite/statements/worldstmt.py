@@ -92,8 +92,8 @@ def gives_rowid(db: Database, session: Session, stmt: str) -> bool:
     trigger never sees it, so such a statement runs with ``world.rowid``'s virtual tables (its
     table made the world's own first). An ON CONFLICT or RETURNING clause with it is refused."""
     assert session.world is not None and session.schema is not None
-    lowered = stmt.lower()
-    if "rowid" not in lowered and "oid" not in lowered:  # (no name of it anywhere: the most)
+    lowered = stmt.lower()  # (rowid, oid, _rowid_: named nowhere, as in the most)
+    if "rowid" not in lowered and "oid" not in lowered:
         return False
     split = sqltext.split_returning(stmt)
     body = split[0] if split else stmt

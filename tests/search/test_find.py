@@ -77,9 +77,13 @@ def test_a_world_finds_its_own_rows_and_a_past_finds_the_rows_then(db):
         ({"where": {"price": "cheap"}}, "price holds numbers \\(REAL\\): give a number"),
         ({"where": {"name": ["a", "b"]}}, "takes one value .* not a list; to match one of"),
         ({"where": {"name": {"a": 1}}}, "not an object"),
-        ({"limit": 1001}, "at most 1000 rows a call .* read further with the sql tool"),
-        ({"offset": 100_001}, "pages to offset 100,000"),
-        ({"limit": 0}, "'limit' must be an integer of at least 1"),
+        (
+            {"limit": 1001},
+            "from 1 to 1000, not 1001: find gives at most 1000 rows a call; read "
+            "further with the sql tool",
+        ),
+        ({"offset": 100_001}, "find pages to offset 100000; read further with the sql tool"),
+        ({"limit": 0}, "'limit' must be an integer from 1 to 1000, not 0"),
         ({"where": "tea"}, "'where' must be a JSON object"),
     ],
 )

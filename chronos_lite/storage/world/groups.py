@@ -42,26 +42,24 @@ def group_of(
     return members if rows <= worldstate.whole_rows(conn) else None
 
 
-def grouped(session: Session, writers: dict[int, WorldTable]) -> set[int]:
-    """The tables copied natively with the tables their foreign keys link (placing a world)."""
-    out: set[int] = set()
+def grouped(session: Session, writers: dict[int, WorldTable]) -> dict[int, int]:
+    """The tables copied natively with the tables their foreign keys link (placing a world),
+    each with its place in its group, parents first (``fill_order``'s)."""
+    out: dict[int, int] = {}
     for n in sorted(session.materialized):
         if n not in out:
-            out |= set(group_of(session, writers, n, fresh=True) or ())
+            out |= {m: i for i, m in enumerate(group_of(session, writers, n, fresh=True) or ())}
     return out
 
 
 def fill_order(
-    schema: BranchSchema, writers: dict[int, WorldTable], materialized: set[int], grouped: set[int]
+    schema: BranchSchema, materialized: set[int], grouped: dict[int, int]
 ) -> list[tuple[int, TableInfo]]:
     """The materialized tables in the order their copies are filled: parents before their
-    children where SQLite checks the keys between them."""
-    rank: dict[int, int] = {}
-    for n in sorted(grouped):
-        for i, m in enumerate(worldnative.group(writers, n) or ()):
-            rank.setdefault(m, i)
+    children where SQLite checks the keys between them (``grouped``: each grouped table's
+    place in its group)."""
     tables = [(n, t) for _name, (n, t) in schema.tables.items() if n in materialized]
-    return sorted(tables, key=lambda nt: rank.get(nt[0], -1))
+    return sorted(tables, key=lambda nt: grouped.get(nt[0], -1))
 
 
 def drop_native(conn: apsw.Connection) -> None:

@@ -109,16 +109,17 @@ def _place(
     _clear(conn)
     session.materialized = _materialized(conn, schema, world, main_tables) if writable else set()
     writers = world_tables(schema, world.id) if session.materialized else {}
-    grouped = worldgroups.grouped(
-        session, writers
-    )  # (copied natively with the tables their keys link)
-    session.materialized |= grouped
-    session.whole = {
+    # (copied natively with the tables their keys link: whole copies all, checked so)
+    grouped = worldgroups.grouped(session, writers)
+    session.materialized |= set(grouped)
+    session.whole = set(grouped) | {
         n
         for _name, (n, t) in schema.tables.items()
-        if n in session.materialized and worldstate.copies_whole(conn, t, n in session.bigger)
+        if n in session.materialized
+        and n not in grouped
+        and worldstate.copies_whole(conn, t, n in session.bigger)
     }
-    session.native = native_tables(writers, session.whole) | grouped
+    session.native = native_tables(writers, session.whole) | set(grouped)
     made, own = world_objects(
         schema,
         world.id,
@@ -137,7 +138,7 @@ def _place(
         raise _unfit(world, exc) from None
     session.synced = {}
     try:
-        for n, t in worldgroups.fill_order(schema, writers, session.materialized, grouped):
+        for n, t in worldgroups.fill_order(schema, session.materialized, grouped):
             session.synced[n] = worldstate.fill(
                 conn,
                 t,
@@ -150,7 +151,7 @@ def _place(
     except apsw.ConstraintError:  # (rows whose foreign keys don't hold: as main may have)
         if not grouped:
             raise
-        raise _Loose(grouped) from None
+        raise _Loose(set(grouped)) from None
     for stmt in placeholders(schema, worldschema.DROPPED):
         conn.execute(stmt)
     copies = set()
