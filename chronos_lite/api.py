@@ -93,12 +93,18 @@ class Chronos:
         limit: int = 20,
         offset: int = 0,
         branch: str = "main",
+        text: str | None = None,
+        vector: list[float] | None = None,
+        vector_field: str | None = None,
+        ef: int = 0,
     ) -> Found:
         """The rows whose fields hold ``where``'s values: ``.matches`` counted, ``.rows`` a
-        page of them (``limit`` from ``offset``) in key order."""
-        given: dict[str, Any] = {"table": table, "limit": limit, "offset": offset}
-        if where is not None:
-            given["where"] = where
+        page of them (``limit`` from ``offset``): in key order, or best first by ``text``
+        (BM25) and/or ``vector`` (dot product with ``vector_field``'s vectors), each row's
+        ``.scores`` beside it."""
+        given: dict[str, Any] = {"table": table, "limit": limit, "offset": offset, "ef": ef}
+        optional = {"where": where, "text": text, "vector": vector, "vector_field": vector_field}
+        given.update({name: value for name, value in optional.items() if value is not None})
         return self._value("find", **given, branch=branch)
 
     def get(self, table: str, id: Any, branch: str = "main") -> dict[str, Any] | None:

@@ -1,5 +1,5 @@
-"""The find operation: a table's rows by exact filters, counted, a page of them in key order.
-(Text and vector ranking are issue 26's next parts.)"""
+"""The find operation: a table's rows by exact filters, ranked by words (BM25) and vectors (dot
+product), counted, a page of them best first (or in key order)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,25 @@ from .registry import Args, Caller, Reply, branch_of, operation
 @operation(
     "find",
     "Find rows",
-    'Rows of a table whose fields hold the values given (where: {"field": value, ...}, all '
-    "must match), on any branch: the match count (1 match, 3 matches), then up to limit rows "
-    "in key order. At most 1000 rows a call and offsets to 100000; past those, read with the "
-    "sql tool.",
+    'Exact filters (where: {"field": value, ...}, all must match), plus optional text search '
+    "(BM25) and/or vector similarity (dot product), best first, on any branch. Returns the "
+    "match count (1 match, 3 matches), then up to limit rows with their scores; with neither "
+    "text nor vector, the matching rows in key order. At most 1000 rows a call and offsets to "
+    "100000; past those, read with the sql tool.",
     read_only=True,
     idempotent=True,
 )
 def find_op(db: Database, args: Args, caller: Caller) -> Reply:
-    page = (args["limit"], args["offset"])  # (the schema's caps: the registry's check)
+    page = (args["limit"], args["offset"])  # (the schema's caps, ef's too: the registry's)
     found = finding.find(
-        db, args.place(db), args["table"], args.get("where") or {}, page, branch_of(args)
+        db,
+        args.place(db),
+        args["table"],
+        args.get("where") or {},
+        page,
+        branch_of(args),
+        args.get("text"),
+        (args.get("vector"), args.get("vector_field")),
     )
     return Reply(value=found, render=lambda: _reply(found))
 
@@ -40,13 +48,38 @@ def _reply(found: finding.Found) -> Reply:
         head += f"; row {first} shown" if first == last else f"; rows {first}-{last} shown"
         if last < found.matches:
             head += f" (the next: offset={last})"
-    cells = [[row[c] for c in found.columns] for row in found.rows]
+    shown = [*_SCORED.get(found.ranked_by, ()), *found.columns]
+    scores = found.scores or [{} for _row in found.rows]
+    cells = [
+        [
+            *(_score(s.get(k)) for k, _name in _KEYS if _name in shown),
+            *(row[c] for c in found.columns),
+        ]
+        for row, s in zip(found.rows, scores)
+    ]
     data: dict[str, Any] = {
         "table": found.table,
         "branch": found.branch,
         "matches": found.matches,
         "offset": found.offset,
+        "ranked_by": found.ranked_by,
         "rows": [render.json_row(row) for row in found.rows],
     }
-    text = head if not found.rows else f"{head}\n{render.table(found.columns, cells)}"
-    return Reply(text, data, (found.columns, cells))
+    if found.scores is not None:
+        data["scores"] = found.scores
+    notes = "".join(f"\nnote: {note}" for note in found.notes or ())
+    text = head if not found.rows else f"{head}\n{render.table(shown, cells)}"
+    return Reply(text + notes, data, (shown, cells))
+
+
+_KEYS = (("fused", "score"), ("text", "text score"), ("vector", "vector score"))
+_SCORED = {
+    "text": ("text score",),
+    "vector": ("vector score",),
+    "text+vector": ("score", "text score", "vector score"),
+}
+
+
+def _score(value: float | None) -> str:
+    """A score as a table shows it (the structured reply has it exactly)."""
+    return "" if value is None else f"{value:.6g}"

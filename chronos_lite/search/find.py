@@ -1,20 +1,40 @@
-"""Finding a branch's rows by exact filters (the ``find`` operation): each field given must
-hold the value given, compared as SQLite compares a column with a value (its affinity and
-collation), on any branch, a branch as it was included. The matching rows are counted, and a
-page of them read in key order."""
+"""Finding a branch's rows (the ``find`` operation), on any branch, a branch as it was included.
+
+``where``: each field given must hold the value given, compared as SQLite compares a column
+with a value (its affinity and collation); it applies before any ranking, so a find returns the
+best rows among those that match it. Then, by what the caller gives:
+
+* neither ``text`` nor ``vector``: the matching rows in key order;
+* ``text``: the rows whose string fields hold any of the words, best BM25 first (``text``);
+* ``vector`` (with ``vector_field``): the rows with a vector, largest dot product first
+  (``vectors``);
+* both: one ranking of the rows either finds, by reciprocal rank fusion: a row's fused score is
+  ``1/(60 + its text rank) + 1/(60 + its vector rank)`` (a list that doesn't have the row adds
+  nothing). Ranks, not scores, are fused because BM25 and dot products aren't on one scale;
+  60 is the constant of the method's paper (Cormack et al., 2009).
+
+Ties are broken by key (a table whose key isn't an integer: by its order of keys). The rows
+are counted, and a page of them read, in one snapshot.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+import apsw
+
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..sqltext import quote_ident
 from ..storage.codec import affinity, db_value
-from ..storage.db import Database, Where
+from ..storage.db import Database, Session, Where
 from ..storage.fetch import one_row
 from ..storage.rows import relation
 from ..storage.schema.catalog import ROWID_COL, Column, TableInfo
+from . import docs as docsmod
+from . import text as textmod
+from . import vectors
+from .ranking import Ranking, Scores
 
 
 @dataclass
@@ -27,6 +47,9 @@ class Found:
     columns: list[str]
     rows: list[dict[str, Any]]
     offset: int
+    ranked_by: str = "key"  # key, text, vector or text+vector
+    scores: list[Scores] | None = None  # each row's, by ranking
+    notes: list[str] | None = None  # an index made again, and why
 
 
 def find(
@@ -36,13 +59,68 @@ def find(
     where: dict[str, Any],
     page: tuple[int, int],
     label: str = "main",
+    text: str | None = None,
+    vector: tuple[Any, Any] = (None, None),
 ) -> Found:
     """The rows of ``table`` on ``branch`` (``label``: its name as the caller gave it) holding
-    every value ``where`` gives, counted, and a ``page`` of them (limit, offset) in key
-    order."""
-    limit, offset = page
+    every value ``where`` gives, counted, and a ``page`` of them (limit, offset): in key order,
+    or ranked by ``text`` and ``vector`` (the vector, and the field of stored ones)."""
     session = db.session(branch)
     n, t = db.table(table, session.world)
+    asked = vectors.ask(t, *vector)
+    words = None if text is None else textmod.query(text)
+    if words is None and asked is None:
+        return _in_key_order(session, n, t, where, page, label)
+    d = docsmod.docs(session, n, t)
+    notes: list[str] = []
+    conditions, params = _conditions(t, where, "s.")
+    for attempt in (1, 2):
+        fts = _text_index(db, session, d, notes) if words is not None else ""
+        join = docsmod.joined(session, d)
+        ranking = Ranking(session, d, join, " AND ".join(conditions), params, words, fts)
+        try:
+            matches, best, rows = _ranked(ranking, asked, page)
+            break
+        except apsw.Error as exc:  # (a damaged index: made again, once)
+            if attempt == 2 or not fts or not textmod.damaged(exc):
+                raise
+            notes.append(f"the text index of {t.name} was damaged ({exc}): made again")
+            textmod.forget(db, session, d)
+    how = "text+vector" if words and asked else "text" if words else "vector"
+    return Found(
+        t.name,
+        label,
+        matches,
+        list(t.column_names),
+        [rows[docid] for docid, _s in best],
+        page[1],
+        how,
+        [scores for _docid, scores in best],
+        notes,
+    )
+
+
+def _ranked(
+    ranking: Ranking, asked: vectors.Ask | None, page: tuple[int, int]
+) -> tuple[int, list[tuple[int, Scores]], dict[int, dict[str, Any]]]:
+    conn = ranking.session.conn
+    conn.execute("SAVEPOINT _chronos_find")  # (the count and the page: one snapshot)
+    try:
+        matches, best = ranking.best(asked, page)
+        return matches, best, _rows(conn, ranking.d, ranking.join, [docid for docid, _ in best])
+    finally:
+        conn.execute("RELEASE _chronos_find")
+
+
+def _in_key_order(
+    session: Session,
+    n: int,
+    t: TableInfo,
+    where: dict[str, Any],
+    page: tuple[int, int],
+    label: str,
+) -> Found:
+    limit, offset = page
     conditions, params = _conditions(t, where)
     source, rowid_col = relation(session, n, t)
     clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
@@ -63,8 +141,38 @@ def find(
     return Found(t.name, label, matches, list(t.column_names), rows, offset)
 
 
-def _conditions(t: TableInfo, where: dict[str, Any]) -> tuple[list[str], list[Any]]:
-    """Each field of ``where`` as a condition on the table's column of that name."""
+def _text_index(db: Database, session: Session, d: docsmod.Docs, notes: list[str]) -> str:
+    if not textmod.text_fields(d.t):
+        raise ChronosError(
+            f"table {d.t.name} has no text fields to search (columns declared TEXT, VARCHAR, "
+            "CHAR or CLOB): find its rows with where, or rank them with vector",
+            BAD_ARGUMENT,
+        )
+    return textmod.branch_index(db, session, d, notes)
+
+
+def _rows(
+    conn: apsw.Connection, d: docsmod.Docs, join: str, docids: list[int]
+) -> dict[int, dict[str, Any]]:
+    """The rows of ``docids``, by docid."""
+    names = ", ".join(f"s.{quote_ident(c)}" for c in d.t.column_names)
+    out: dict[int, dict[str, Any]] = {}
+    of = docsmod.docid_of(d)
+    for start in range(0, len(docids), 500):
+        part = docids[start : start + 500]
+        for docid, *values in conn.execute(
+            f"SELECT {of}, {names} FROM {join} WHERE {of} IN ({', '.join('?' * len(part))})",
+            part,
+        ):
+            out[docid] = dict(zip(d.t.column_names, values))
+    return out
+
+
+def _conditions(
+    t: TableInfo, where: dict[str, Any], prefix: str = ""
+) -> tuple[list[str], list[Any]]:
+    """Each field of ``where`` as a condition on the table's column of that name (``prefix``:
+    the rows' alias and a dot)."""
     by_lower = {c.name.lower(): c for c in t.columns}
     conditions, params = [], []
     for field, value in where.items():
@@ -75,7 +183,7 @@ def _conditions(t: TableInfo, where: dict[str, Any]) -> tuple[list[str], list[An
                 f"{', '.join(t.column_names)}",
                 BAD_ARGUMENT,
             )
-        name = quote_ident(column.name)
+        name = prefix + quote_ident(column.name)
         if value is None:
             conditions.append(f"{name} IS NULL")
             continue

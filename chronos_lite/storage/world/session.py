@@ -48,6 +48,8 @@ class Session:
     # connection changed anything), and the connection's count of changes when a call ended
     settled: int | None = None
     changes: int = 0
+    # What search keeps on the connection (its TEMP indexes), by what they index
+    search: dict[tuple[str, int], object] = field(default_factory=dict)
 
     @property
     def branch(self) -> str:
