@@ -4,8 +4,8 @@ copy of the branch's rows."""
 
 from __future__ import annotations
 
-import math
 import json
+import math
 import struct
 import subprocess
 import sys
@@ -43,9 +43,7 @@ def reference(rows: list[dict], where: dict, text: str | None, vector: list[int]
     texts: list[tuple[int, float]] = []
     if text is not None:
         conn = apsw.Connection(":memory:")
-        conn.execute(
-            f"create virtual table f using fts5(cat, title, body, tokenize='{TOKENIZE}')"
-        )
+        conn.execute(f"create virtual table f using fts5(cat, title, body, tokenize='{TOKENIZE}')")
         for r in rows:
             conn.execute(
                 "insert into f(rowid, cat, title, body) values (?, ?, ?, ?)",
@@ -116,9 +114,9 @@ ops = st.lists(
 )
 finds = st.lists(
     st.tuples(
-        st.one_of(st.none(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(
-            " ".join
-        )),
+        st.one_of(
+            st.none(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+        ),
         st.one_of(st.none(), st.lists(st.integers(-3, 3), min_size=3, max_size=3)),
         st.sampled_from([{}, {"cat": "tea"}]),
         st.integers(1, 6),
@@ -137,8 +135,7 @@ def direct(path, sql: str, values: tuple = ()) -> None:
         "for x in json.loads(sys.argv[3])]; c.execute(sys.argv[2], v); c.commit()"
     )
     encoded = json.dumps(["#" + v.hex() if isinstance(v, bytes) else v for v in values])
-    subprocess.run([sys.executable, "-c", script, str(path), sql, encoded], check=True,
-                   timeout=60)
+    subprocess.run([sys.executable, "-c", script, str(path), sql, encoded], check=True, timeout=60)
 
 
 def _write(db, branch: str, op: str, key: int, row: dict, path) -> None:
@@ -156,8 +153,7 @@ def _write(db, branch: str, op: str, key: int, row: dict, path) -> None:
             branch=branch,
         )
     else:
-        db.sql("insert or replace into items values ($1, $2, $3, $4, $5)", *params,
-               branch=branch)
+        db.sql("insert or replace into items values ($1, $2, $3, $4, $5)", *params, branch=branch)
 
 
 @given(ops=ops, searches=finds)
@@ -165,8 +161,10 @@ def _write(db, branch: str, op: str, key: int, row: dict, path) -> None:
 def test_ranked_finds_match_a_plain_sqlite_copy(tmp_path_factory, ops, searches):
     folder = tmp_path_factory.mktemp("ranked") / "db"
     with chronos_lite.init(folder) as db:
-        db.sql("create table items(id integer primary key, cat text, title text, "
-               "body varchar(40), vec blob)")
+        db.sql(
+            "create table items(id integer primary key, cat text, title text, "
+            "body varchar(40), vec blob)"
+        )
         forked = False
         for op, key, row in ops:
             if op == "fork":
@@ -175,8 +173,7 @@ def test_ranked_finds_match_a_plain_sqlite_copy(tmp_path_factory, ops, searches)
                     forked = True
                 continue
             branch = "w" if op == "world" and forked else "main"
-            _write(db, branch, "insert" if op == "world" else op, key, row,
-                   folder / "chronos.db")
+            _write(db, branch, "insert" if op == "world" else op, key, row, folder / "chronos.db")
             for text, vector, where, limit in searches[:1]:  # (indexes kept up as writes go)
                 _check(db, branch, text, vector, where, limit)
         for branch in ["main", "w"] if forked else ["main"]:
@@ -188,7 +185,12 @@ def _check(db, branch, text, vector, where, limit) -> None:
     rows = db.find("items", limit=1000, branch=branch).rows
     expected = reference(rows, where, text, vector)
     found = db.find(
-        "items", where or None, limit=limit, branch=branch, text=text, vector=vector,
+        "items",
+        where or None,
+        limit=limit,
+        branch=branch,
+        text=text,
+        vector=vector,
         vector_field="vec" if vector is not None else None,
     )
     same(found, expected, limit)
@@ -210,8 +212,10 @@ def db(tmp_path):
     [
         ({"vector": [1, 2]}, "give both 'vector' and 'vector_field'"),
         ({"vector_field": "vec"}, "give both 'vector' and 'vector_field'"),
-        ({"vector": [1, 2, 3], "vector_field": "vec"}, "vector has 3 numbers, but vec of row 1 "
-         "holds 2"),
+        (
+            {"vector": [1, 2, 3], "vector_field": "vec"},
+            "vector has 3 numbers, but vec of row 1 holds 2",
+        ),
         ({"vector": [1, 2], "vector_field": "nope"}, "no field 'nope' to rank by"),
         ({"vector": [1, "x"], "vector_field": "vec"}, "vector"),
         ({"text": "  -- "}, "has no words to find"),
