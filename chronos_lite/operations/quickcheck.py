@@ -15,6 +15,7 @@ Check = Callable[[Any], bool]
 _TYPES: dict[str, Check] = {
     "string": lambda v: type(v) is str,
     "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,  # (not a bool: jsonschema's too)
     "boolean": lambda v: type(v) is bool,
     "object": lambda v: type(v) is dict,
     "array": lambda v: type(v) is list,
@@ -61,6 +62,7 @@ def compile_schema(schema: dict) -> Callable[[Any], bool] | None:
 _APPLIES = {  # (jsonschema applies each keyword to values of its own type only)
     "string": {"minLength", "maxLength", "pattern"},
     "integer": {"minimum", "maximum"},
+    "number": {"minimum", "maximum"},
     "array": {"minItems", "maxItems", "items"},
 }
 

@@ -65,7 +65,7 @@ class Ranking:
         return [(docid, -score) for docid, score in rows]
 
     def _text_page(self, limit: int, offset: int) -> tuple[int, list[tuple[int, Scores]]]:
-        clause, params = self._text_from()
+        clause, params = self._text_from()  # (counting apart costs less than a window's count)
         matches = one_row(self.session.conn.execute(f"SELECT count(*) {clause}", params))[0]
         ranked = self._text_ranked(limit, offset)
         return matches, [(docid, {"text": score}) for docid, score in ranked]
