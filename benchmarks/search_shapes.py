@@ -104,10 +104,10 @@ def text_jobs(
     def raw() -> float:
         def run() -> None:
             for q in queries:
-                plain.execute(
-                    "select p.* from products_fts join products as p on p.id = "
-                    "products_fts.rowid where products_fts match ? order by "
-                    "bm25(products_fts) limit 20",
+                plain.execute(  # (the best 20 first, then their rows: the fast way)
+                    "select p.* from (select rowid, bm25(products_fts) as score from "
+                    "products_fts where products_fts match ? order by score limit 20) as top "
+                    "join products as p on p.id = top.rowid order by top.score",
                     (query(q),),
                 ).fetchall()
 

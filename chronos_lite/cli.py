@@ -30,6 +30,7 @@ from .errors import ChronosError
 from .opening import open_folder
 from .operations.registry import REGISTRY
 from .shell.cancel import Canceller
+from .shell.progress import BuildProgress
 from .storage.folder import create
 
 # The shell's modules (its settings, its session, prompt_toolkit for the prompt) and the MCP
@@ -196,6 +197,7 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
     """One operation on the folder, which Ctrl-C stops (with nothing changed) from the moment
     the command starts opening the folder until the call ends."""
     opened: list[Any] = []
+    progress = BuildProgress()
     canceller = Canceller(lambda: opened and opened[0].interrupt())  # stops SQLite at once
     try:
 
@@ -204,7 +206,14 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
                 opened.append(db)
                 if canceller.cancelled:  # Ctrl-C came while the folder was opening
                     raise ChronosError("cancelled", "57014")
-                return REGISTRY.call(db, name, args)
+                from .search.text import PROGRESS  # (imported by the call that may use it)
+
+                shown = PROGRESS.set(progress)  # (a long index build shows a bar)
+                try:
+                    return REGISTRY.call(db, name, args)
+                finally:
+                    progress.close()
+                    PROGRESS.reset(shown)
 
         return canceller.run(call)
     finally:

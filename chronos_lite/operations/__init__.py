@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     **_each("history", "config", "undo_agent"),
     **_each("agents", "agent", "audit"),
     **_each("policies", "mode"),
+    **_each("finding", "index"),
 }
 
 REGISTRY.index(MODULES)

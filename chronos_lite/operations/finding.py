@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import render
 from ..search import find as finding
+from ..search import text as textmod
 from ..storage.db import Database
 from .registry import Args, Caller, Reply, branch_of, operation
 
@@ -83,3 +84,30 @@ _SCORED = {
 def _score(value: float | None) -> str:
     """A score as a table shows it (the structured reply has it exactly)."""
     return "" if value is None else f"{value:.6g}"
+
+
+@operation(
+    "index",
+    "Make a table's text index",
+    "Makes a table's text index now (a find with text makes it when it first needs one), or "
+    "brings it up to date with main's rows: FTS5 over the table's string fields (columns "
+    "declared TEXT, VARCHAR, CHAR or CLOB), in the file, kept up from main's history (an "
+    "app's own writes included) at each find.",
+    mcp=False,
+    idempotent=True,
+)
+def index_op(db: Database, args: Args, caller: Caller) -> Reply:
+    n, t = db.table(args["table"], None)
+    fields = textmod.text_fields(t)
+    if not fields:
+        raise finding.no_text_fields(t.name)
+    notes: list[str] = []
+    rows = textmod.index_now(db, t, n, notes)
+    noun = "field" if len(fields) == 1 else "fields"
+    text = f"text index of {t.name}: {len(fields)} {noun} ({', '.join(fields)})"
+    if rows is None:
+        text += f"; {t.name}'s key isn't an integer: each connection indexes it at its first find"
+    else:
+        text += f", {rows} {'row' if rows == 1 else 'rows'}; kept in the file"
+    data = {"table": t.name, "fields": fields, "rows": rows, "notes": notes}
+    return Reply(text + "".join(f"\nnote: {note}" for note in notes), data)

@@ -141,13 +141,17 @@ def _in_key_order(
     return Found(t.name, label, matches, list(t.column_names), rows, offset)
 
 
+def no_text_fields(table: str) -> ChronosError:
+    return ChronosError(
+        f"table {table} has no text fields to search (columns declared TEXT, VARCHAR, CHAR or "
+        "CLOB): find its rows with where, or rank them with vector",
+        BAD_ARGUMENT,
+    )
+
+
 def _text_index(db: Database, session: Session, d: docsmod.Docs, notes: list[str]) -> str:
     if not textmod.text_fields(d.t):
-        raise ChronosError(
-            f"table {d.t.name} has no text fields to search (columns declared TEXT, VARCHAR, "
-            "CHAR or CLOB): find its rows with where, or rank them with vector",
-            BAD_ARGUMENT,
-        )
+        raise no_text_fields(d.t.name)
     return textmod.branch_index(db, session, d, notes)
 
 

@@ -138,6 +138,17 @@ def main_index(db: Database, t: TableInfo, n: int, notes: list[str]) -> str:
     return f"main.{main_name(n)}"
 
 
+def index_now(db: Database, t: TableInfo, n: int, notes: list[str]) -> int | None:
+    """Main's index of the table made or brought up to date now; the rows it holds (None: the
+    table's key isn't an integer, so each connection indexes it at its first text find)."""
+    if not docsmod.integer_keyed(t):
+        return None
+    main_index(db, t, n, notes)
+    return int(
+        one_row(db.main.conn.execute(f"SELECT count(*) FROM main.{main_name(n)}_docsize"))[0]
+    )
+
+
 def build(conn: apsw.Connection, t: TableInfo, n: int) -> None:
     """Main's index of the table made from its rows (in the caller's write transaction)."""
     conn.execute(

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import sqltext
 from ..errors import BAD_ARGUMENT, ChronosError
+from . import formargs
 
 GRAMMAR: tuple[tuple[str, str], ...] = (
     ("fork", "FORK WORLD <name> [FROM <branch:from>] [WITH (<meta>)]"),
@@ -31,6 +32,11 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
     ("discard", "DISCARD WORLD <branch> [CASCADE]"),
     ("branches", "SHOW WORLDS"),
     ("history", "SHOW HISTORY [OF] [<branch>] [LIMIT <n:limit:int>]"),
+    (
+        "find",
+        "FIND IN <table> [WHERE (<meta>)] [TEXT '<text>'] [VECTOR '<vector>' IN <vector_field>] "
+        "[LIMIT <n:limit:int>] [OFFSET <n:offset:int>] [EF <n:ef:int>] [ON <branch>]",
+    ),
     ("diff", "DIFF [<branch>] [TO <other:to>] [AS SQL]"),
     (
         "rebase",
@@ -70,8 +76,6 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
 )
 # Keys whose value may be a bare name: ALTER AGENT bot SET (policy = small).
 NAMED_VALUES = {"policy", "reviewer"}
-# Rules a policy's (key = value, ...) list writes as one string of names: 'payments, users'.
-LIST_RULES = {"tables", "review_tables", "review_columns"}
 # CREATE MERGE CHECK ends with a query, read as written: its own reader (merge_check_args).
 MERGE_CHECK = "set_merge_check"
 # The agent statements' action, by their first words; their (key = value, ...) list is the
@@ -236,11 +240,13 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
     except _Unexpected as exc:
         raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
     if form.lead in ACTIONS:
-        args = _agent_args(ACTIONS[form.lead], args)
+        args = formargs.agent_args(ACTIONS[form.lead], args)
     elif op == "set_merge_policy":
-        args = _policy_args(args)
+        args = formargs.policy_args(args)
     elif op == "drop_merge_policy" and args.pop("cascade", False):
         args["release_agents"] = True
+    elif op == "find":
+        args = formargs.find_args(args, branch)
     return op, args
 
 
@@ -249,37 +255,6 @@ def _third_word(form: Form) -> str:
     if len(form.head) < 3 or form.head[2].optional or form.head[2].items[0].kind != "word":
         return ""
     return form.head[2].items[0].words[0]
-
-
-def _items(value: Any) -> Any:
-    """A list the statement writes as one string, ``'read, fork'``: its items."""
-    if not isinstance(value, str):
-        return value  # (the operation's schema says what it takes)
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _policy_args(args: dict[str, Any]) -> dict[str, Any]:
-    """A merge policy statement's arguments: its name, and its list as the rules."""
-    rules = {}
-    for key, value in args.get("meta", {}).items():
-        key = key.lower()
-        rules[key] = _items(value) if key in LIST_RULES else value
-    return {"name": args["name"], **({"rules": rules} if "meta" in args else {})}
-
-
-def _agent_args(action: str, args: dict[str, Any]) -> dict[str, Any]:
-    """An agent statement's arguments: its action, its name, and its list spread out."""
-    out = {"action": action, **{k: v for k, v in args.items() if k != "meta"}}
-    for key, value in args.get("meta", {}).items():
-        key = key.lower()
-        if key == "rights":
-            value = _items(value)
-        if key == "enabled":
-            if not isinstance(value, bool):
-                raise ChronosError(f"enabled is true or false, not {value!r}", BAD_ARGUMENT)
-            key, value = ("enable" if value else "disable"), True
-        out[key] = value
-    return out
 
 
 class _Unexpected(Exception):

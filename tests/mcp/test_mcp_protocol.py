@@ -450,7 +450,7 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
             yield name, "10000 keys", {**base, **{f"k{i}": i for i in range(10_000)}}
         elif kind == "hostile names":
             for p, spec in props.items():
-                if spec["type"] == "string" and p != "sql" and "enum" not in spec:
+                if spec["type"] == "string" and p not in ("sql", "text") and "enum" not in spec:
                     for value in BAD_NAMES:
                         yield name, f"{p}={value[:30]!r}", {**base, p: value}
                     # a new branch's or checkpoint's name may be odd

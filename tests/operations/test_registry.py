@@ -28,12 +28,15 @@ SPEC = {
     "checkpoint": {"branch": ("string", True, None), "name": ("string", True, None)},
     "rollback": {"branch": ("string", True, None), "checkpoint": ("string", True, None)},
     "describe": {"table": ("string", False, None), "branch": ("string", False, "main")},
-    # (the spec's text, vector, vector_field and ef come with issue 26's text and vector parts)
     "find": {
         "table": ("string", True, None),
         "where": ("object", False, None),
+        "text": ("string", False, None),
+        "vector": ("array", False, None),
+        "vector_field": ("string", False, None),
         "limit": ("integer", False, 20),
         "offset": ("integer", False, 0),
+        "ef": ("integer", False, 0),
         "branch": ("string", False, "main"),
     },
     "sql": {

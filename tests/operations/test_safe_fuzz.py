@@ -63,6 +63,18 @@ weird = st.sampled_from(WEIRD)
 value = st.sampled_from(["1", "'x'", "null", "randomblob(100000)", "zeroblob(900000000)", "$1"])
 
 
+# find's rankings: words (which build main's text index, chronos' own object), vectors (a
+# connection's TEMP index), both, and a text that reads as FTS5 syntax or SQL
+RANKINGS = [
+    {},
+    {"text": "a x"},
+    {"text": "' OR 1=1; DROP TABLE users --"},
+    {"text": "NEAR(a b) * OR -x"},
+    {"vector": [1, 0], "vector_field": "name"},
+    {"text": "a", "vector": [1.5, 2], "vector_field": "id"},
+]
+
+
 @st.composite
 def write(draw) -> str:
     t = draw(target)
@@ -254,6 +266,7 @@ def tool_call(draw) -> tuple[str, dict]:
             "table": draw(st.sampled_from([*TABLES, *TARGETS[4:]])),
             "where": draw(st.sampled_from([{}, {"id": 1}, {"name": "x"}, {"rowid": 1}])),
             "branch": b,
+            **draw(st.sampled_from(RANKINGS)),
         }
     if tool in ("get", "delete"):
         return tool, {

@@ -133,7 +133,8 @@ step = st.one_of(
     st.tuples(st.just("rebase"), world, st.sampled_from(["fail", "ours", "theirs"])),
     *[st.tuples(st.just("merge"), world, merge_args)] * 3,
     st.tuples(st.just("set_meta"), world, st.sampled_from(META)),
-    st.tuples(st.just("find"), world, st.sampled_from([{}, {"id": 1}, {"name": "a"}])),
+    st.tuples(st.just("find"), world, st.sampled_from([{}, {"id": 1}, {"name": "a"},
+                                                       {"text": "a b"}])),
     st.tuples(st.just("on_main"), st.sampled_from(range(len(ON_MAIN)))),
     st.tuples(st.just("own_history"), world,
               st.sampled_from(["checkpoint", "rollback", "restore"])),
@@ -445,8 +446,12 @@ class Run:
             w.meta = {k: v for k, v in {**w.meta, **meta}.items() if v is not None}
 
     def find(self, name: str, where: dict) -> None:
-        """A read on the bot's world or another's (it changes nothing anywhere)."""
-        self.act("bot", "find", table="items", branch=name, where=where)
+        """A read on the bot's world or another's (it changes nothing anywhere; a text find
+        makes or brings up main's text index, chronos' own object, not the app's rows)."""
+        if "text" in where:
+            self.act("bot", "find", table="items", branch=name, text=where["text"])
+        else:
+            self.act("bot", "find", table="items", branch=name, where=where)
 
     def mode(self, mode: str) -> None:
         if self.act("owner", "mode", mode=mode)[0].ok:

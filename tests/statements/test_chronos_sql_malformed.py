@@ -19,6 +19,11 @@ SHOWN = [
     ("discard", "DISCARD WORLD <branch> [CASCADE]"),
     ("branches", "SHOW WORLDS"),
     ("history", "SHOW HISTORY [OF] [<branch>] [LIMIT <n>]"),
+    (
+        "find",
+        "FIND IN <table> [WHERE (key = value, ...)] [TEXT '<text>'] [VECTOR '<vector>' IN "
+        "<vector_field>] [LIMIT <n>] [OFFSET <n>] [EF <n>] [ON <branch>]",
+    ),
     ("diff", "DIFF [<branch>] [TO <other>] [AS SQL]"),
     ("rebase", "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]"),
     ("checkpoint", "CHECKPOINT WORLD <branch> [AS] <checkpoint>"),

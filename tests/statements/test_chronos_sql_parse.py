@@ -101,6 +101,24 @@ VALID = [
     ("show worlds;", "w", "branches", {}),
     # SHOW HISTORY: without a name, the session's branch
     ("SHOW HISTORY", None, "history", {"branch": "main"}),
+    ("FIND IN t", "w", "find", {"table": "t", "branch": "w"}),
+    (
+        "find in t where (a = 'x', b = 2) text 'green tea' vector '[1, 2.5]' in emb limit 3 "
+        "offset 1 ef 8 on main",
+        "w",
+        "find",
+        {
+            "table": "t",
+            "where": {"a": "x", "b": 2},
+            "text": "green tea",
+            "vector": [1, 2.5],
+            "vector_field": "emb",
+            "limit": 3,
+            "offset": 1,
+            "ef": 8,
+            "branch": "main",
+        },
+    ),
     ("SHOW HISTORY", "w", "history", {"branch": "w"}),
     ("show history of x", "w", "history", {"branch": "x"}),
     ("SHOW HISTORY x", "w", "history", {"branch": "x"}),
