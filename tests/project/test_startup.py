@@ -39,7 +39,7 @@ ORDER = [
     *("reviews", "review"),
     *("merge_checks", "set_merge_check", "drop_merge_check"),
     *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
-    *("agent", "audit", "mode"),
+    *("agent", "audit", "mode", "index"),
 ]
 
 
