@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from ..sqltext import quote_ident
+from ..storage import worlds
 from ..storage.db import Session
 from ..storage.fetch import one_row
 from ..storage.rows import relation
@@ -74,7 +75,16 @@ def _state(session: Session, n: int, own: bool) -> str:
     world = session.world
     if own or world is None:
         return f"main:{now}"
-    return json.dumps([world.id, world.version, world.base.get(n), str(session.built_for), now])
+    # (the world's version and entries as the file has them now: a session's World may be
+    # the one it was placed with, older than the connection's own writes since)
+    version = worlds.version_of(conn, world.id) if world.id else 0
+    entries = one_row(
+        conn.execute(
+            f"SELECT count(*), max({SEQ}) FROM main.{overlay_table(n)} WHERE {WORLD} = ?",
+            (world.id,),
+        )
+    )
+    return json.dumps([world.id, version, *entries, world.base.get(n), str(session.built_for), now])
 
 
 def delta_keys(session: Session, d: Docs) -> str | None:

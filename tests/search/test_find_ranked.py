@@ -9,6 +9,8 @@ import math
 import struct
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 
 import apsw
 import hypothesis.strategies as st
@@ -165,18 +167,21 @@ def test_ranked_finds_match_a_plain_sqlite_copy(tmp_path_factory, ops, searches)
             "create table items(id integer primary key, cat text, title text, "
             "body varchar(40), vec blob)"
         )
-        forked = False
+        forked, moment = False, None
         for op, key, row in ops:
             if op == "fork":
                 if not forked:
                     db.fork("w")
                     forked = True
+                    time.sleep(0.01)
+                    moment = datetime.fromtimestamp(time.time(), UTC).isoformat()
+                    time.sleep(0.01)
                 continue
             branch = "w" if op == "world" and forked else "main"
             _write(db, branch, "insert" if op == "world" else op, key, row, folder / "chronos.db")
             for text, vector, where, limit in searches[:1]:  # (indexes kept up as writes go)
                 _check(db, branch, text, vector, where, limit)
-        for branch in ["main", "w"] if forked else ["main"]:
+        for branch in ["main", "w", f"main@{moment}", f"w@{moment}"] if forked else ["main"]:
             for text, vector, where, limit in searches:
                 _check(db, branch, text, vector, where, limit)
 
