@@ -473,3 +473,36 @@ async def test_describe_main_and_world(shop, folder):
         )
     assert sorted(shop.database.tables()) == ["users"]
     assert shop.query("select count(*) as n from notes", branch="w") == [{"n": 4}]
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+async def test_a_safe_mode_agent_finds_by_words_and_vectors_on_main_and_its_world(shop, folder):
+    shop.sql("alter table users add column embedding blob")
+    shop.sql("update users set embedding = '[1, 0]' where id = 1")
+    async with connect(folder) as c:
+        r = await ok(c, "find", {"table": "users", "text": "ada"})
+        assert r.content[0].text.startswith("1 match\n text score")
+        assert r.structured_content["ranked_by"] == "text"
+        assert r.structured_content["scores"][0]["text"] > 0
+        await ok(c, "fork", {"name": "mine"})
+        await ok(
+            c, "sql", {"sql": "update users set name = 'Ada Ada' where id = 1", "branch": "mine"}
+        )
+        args = {
+            "table": "users",
+            "text": "ada",
+            "vector": [2, 1],
+            "vector_field": "embedding",
+            "branch": "mine",
+        }
+        r = await ok(c, "find", args)
+        first = r.structured_content["scores"][0]
+        assert set(first) == {"text", "vector", "fused"} and first["vector"] == 2.0
+        assert r.structured_content["rows"][0]["name"] == "Ada Ada"
+        await refused(
+            c, "find", {"table": "users", "vector": [1, 2]}, "give both 'vector' and 'vector_field'"
+        )
+        await refused(c, "find", {"table": "users", "text": "x", "ef": 5000}, "4096", "sql")
+    assert shop.find("users", text="ada").rows[0]["name"] == "Ada"  # (main as it was)
