@@ -18,6 +18,7 @@ import chronos_lite
 from . import render
 from .cliargs import (
     MCP_HELP,
+    SERVE_HELP,
     Parser,
     cli_name,
     count,
@@ -50,6 +51,8 @@ def run(argv: Sequence[str]) -> int:
         return _init(argv[1:])
     if argv[0] == "mcp":
         return _mcp(argv[1:])
+    if argv[0] == "serve":
+        return _serve(argv[1:])
     folder, rest = argv[0], argv[1:]
     if rest[:1] and rest[0] in ("help", "-h", "--help"):
         print(help_text(folder, rest[1:]))
@@ -191,6 +194,46 @@ def _mcp(argv: list[str]) -> int:
         max_memory_mb=ns.max_memory_mb,
         max_result_chars=ns.max_result_chars or core.MAX_RESULT_CHARS,
     )
+
+
+def _serve(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(SERVE_HELP.rstrip())
+        return 0
+    if not argv:
+        raise ChronosError(
+            "give the database folder: chronos serve <folder> (`chronos serve --help` says more)"
+        )
+    parser = Parser(prog="chronos serve", add_help=False)
+    parser.add_argument("folder")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=count("--port"), default=7070)
+    parser.add_argument("--safe", action="store_true")
+    parser.add_argument("--token", default=None)
+    parser.add_argument("--admin-token", default=None)
+    parser.add_argument("--tls-cert", default=None)
+    parser.add_argument("--tls-key", default=None)
+    parser.add_argument("--max-query-ms", type=count("--max-query-ms"), metavar="MS")
+    parser.add_argument(
+        "--max-memory-mb", type=count("--max-memory-mb", 16), default=256, metavar="MB"
+    )
+    parser.add_argument("--max-result-chars", type=count("--max-result-chars", 1000), metavar="N")
+    ns = parser.parse_intermixed_args(argv)
+    from .mcp import core, serve  # the server's imports only when serving
+
+    options = serve.Options(
+        host=ns.host,
+        port=ns.port,
+        safe=ns.safe,
+        token=ns.token,
+        admin_token=ns.admin_token,
+        tls_cert=ns.tls_cert,
+        tls_key=ns.tls_key,
+        max_query_ms=ns.max_query_ms,
+        max_memory_mb=ns.max_memory_mb,
+        max_result_chars=ns.max_result_chars or core.MAX_RESULT_CHARS,
+    )
+    return serve.run(ns.folder, options)
 
 
 def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:

@@ -26,6 +26,9 @@ USAGE = """usage:
   chronos <folder> [-b BRANCH]            the interactive shell (psql-like; \\? for help)
   chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--json | --csv]
                                           run statements and exit (non-zero on the first error)
+  chronos serve <folder> [--port PORT] [--safe] [--token TOKEN]
+                                          serve the database to agents over MCP (HTTP),
+                                          each request as the agent its token names
   chronos mcp <folder> [--allow-merge] [-b BRANCH]
                                           serve the database to an agent over MCP (stdio);
                                           safe mode unless --allow-merge
@@ -153,6 +156,8 @@ def parse_operation_args(
 def help_text(folder: str, words: list[str]) -> str:
     if words and words[0] == "mcp":
         return MCP_HELP.rstrip()
+    if words and words[0] == "serve":
+        return SERVE_HELP.rstrip()
     if words:
         op = REGISTRY.get(op_name(words[0]))
         return op_parser(op).format_help()
@@ -188,6 +193,41 @@ folder as an absolute path: the client picks the working directory.
 
 Claude Code:  claude mcp add chronos -- chronos mcp /abs/path/to/folder
 See docs/mcp.md.
+"""
+
+
+SERVE_HELP = """usage: chronos serve <folder> [--host HOST] [--port PORT] [--safe] [--token TOKEN]
+                      [--admin-token TOKEN] [--tls-cert FILE --tls-key FILE]
+                      [--max-query-ms MS] [--max-memory-mb MB] [--max-result-chars N]
+
+Serves the database folder to agents as MCP over HTTP: POST /mcp, one JSON-RPC message a
+request, the reply as the response's body (MCP Streamable HTTP without its event stream; no
+session ids). Every request acts as an agent, by its token: Authorization: Bearer <token>
+(chronos <folder> agent create <name> makes one).
+
+  --host HOST             where to listen (default 127.0.0.1); beyond loopback only with
+                          --token and TLS
+  --port PORT             the port (default 7070; 0: any free one, printed at start)
+  --safe                  requests without an agent's token (or with the server's token)
+                          act as the agent guest (read, fork, write_own; no quotas); every
+                          such client shares its worlds
+  --token TOKEN           the server's token (or CHRONOS_SERVE_TOKEN): needed beyond
+                          loopback; it acts as the guest under --safe, else it is refused
+  --admin-token TOKEN     the admin token (or CHRONOS_ADMIN_TOKEN): refused here (403)
+  --tls-cert, --tls-key   serve HTTPS with this certificate and key (PEM files)
+  --max-query-ms MS       each call's time limit (default 30000; 0: none); an agent's own
+                          max_query_ms holds where it is less
+  --max-memory-mb MB      SQLite's memory for the server (default 256)
+  --max-result-chars N    characters a result may take (default 24000)
+
+A wrong, rotated, disabled or dropped agent's token gets 401 (and wrong tokens from one address
+wait a growing pause: 429); the server's token without --safe, the admin token, and no token
+without --safe get 403; a request with an Origin header (a web page's) 403. SIGINT or SIGTERM
+stops it once the requests in flight are answered.
+
+Claude Code:  claude mcp add --transport http chronos http://127.0.0.1:7070/mcp \\
+                  --header "Authorization: Bearer $BOT_TOKEN"
+See docs/serve.md.
 """
 
 

@@ -1,0 +1,222 @@
+"""``chronos serve <folder>``: the MCP server over HTTP, as the spec's "Over HTTP" has it.
+
+MCP's Streamable HTTP without its event stream: ``POST /mcp``, one JSON-RPC message a body, the
+reply as the response's JSON body (200); a notification or a client's response 202 without a
+body; a batch 400 (-32600), a body that isn't JSON 400 (-32700); ``GET /mcp`` 405; no session
+ids (a request's protocol version is its ``MCP-Protocol-Version`` header, or its
+``params._meta`` in the stateless revision). Bodies are at most 8 MB: 413 from
+``Content-Length`` before the body is read, and a body sent without one is cut there.
+
+Who calls is always an agent, by ``Authorization: Bearer <token>`` (``access``). The JSON-RPC
+core is stdio's (``core.Server``); what differs here is the framing and the caller. uvicorn
+serves the ASGI app below; each call runs on a worker thread with a database of its own from a
+small pool (SQLite: readers side by side, one writer at a time, as between processes).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ..errors import ChronosError
+from ..operations.registry import Caller
+from ..storage.db import Database
+from .access import Access, Denied
+from .core import (
+    DEFAULT_VERSION,
+    HANDSHAKE_VERSIONS,
+    INVALID_REQUEST,
+    MAX_MESSAGE,
+    MODERN_VERSIONS,
+    PARSE_ERROR,
+    SUPPORTED,
+    Server,
+    _not_json,
+    _readable_id,
+    encode,
+    rpc_error,
+)
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Response = tuple[int, dict[str, str], bytes]
+
+PATH = "/mcp"
+
+
+@dataclass
+class Pool:
+    """Databases on the folder, each used by one call at a time, and on each the callers (one
+    per agent: its rights as last read) and their MCP servers."""
+
+    folder: str
+    open_db: Callable[[], Database]
+    limits: dict[str, Any]
+    size: int = 4
+    free: queue.SimpleQueue[Database] = field(default_factory=queue.SimpleQueue)
+    made: list[Database] = field(default_factory=list)
+    servers: dict[tuple[int, str], Server] = field(default_factory=dict)
+
+    def answer(self, agent: str, version: str, message: Any) -> Any:
+        """The reply to one message from ``agent``, on a database of the pool (a worker
+        thread's call)."""
+        db = self._take()
+        try:
+            server = self.servers.get((id(db), agent))
+            if server is None:
+                try:
+                    caller = Caller.for_agent(db, agent, **self.limits)
+                except ChronosError as exc:  # (dropped since its token was read)
+                    return rpc_error(_readable_id(message), INVALID_REQUEST, exc.message)
+                server = self.servers[(id(db), agent)] = Server(db, caller, self.folder)
+            server.session_version = version  # (no session: each request says its version)
+            reply = server.answer(message)
+            server.between_messages()
+            return reply
+        finally:
+            self.free.put(db)
+
+    def _take(self) -> Database:
+        try:
+            return self.free.get_nowait()
+        except queue.Empty:
+            if len(self.made) < self.size:
+                db = self.open_db()
+                self.made.append(db)
+                return db
+        return self.free.get()
+
+    def close(self) -> None:
+        for db in self.made:
+            db.close()
+
+
+class App:
+    """The ASGI application: ``POST /mcp``, and the refusals the spec lists."""
+
+    def __init__(self, pool: Pool, access: Access) -> None:
+        self.pool, self.access = pool, access
+        self.limiter = anyio.CapacityLimiter(pool.size)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        status, headers, body = await self._respond(scope, receive)
+        raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        if body:
+            raw.append((b"content-type", b"application/json"))
+        raw.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _respond(self, scope: Scope, receive: Receive) -> Response:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if scope["path"] != PATH:
+            return _refusal(404, f"chronos serves MCP at POST {PATH}")
+        if "origin" in headers:  # (a web page's request: DNS rebinding, cross-site)
+            return _refusal(403, "a request from a web page (with an Origin header) is refused")
+        if scope["method"] != "POST":
+            return _refusal(
+                405,
+                f"{PATH} takes POST (one JSON-RPC message); no event stream is served",
+                {"allow": "POST"},
+            )
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return _refusal(415, "send the message with Content-Type: application/json")
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_MESSAGE):
+            return _too_large()
+        client = (scope.get("client") or ("", 0))[0]
+        try:
+            agent = self.access.caller(headers.get("authorization"), client)
+        except Denied as denied:
+            return _refusal(denied.status, denied.message, denied.headers)
+        body = await _body(receive)
+        if body is None:
+            return _too_large()
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in SUPPORTED:
+            return _rpc(
+                400,
+                rpc_error(
+                    None,
+                    INVALID_REQUEST,
+                    f"Unsupported MCP-Protocol-Version {version!r}; this server serves "
+                    f"{', '.join(SUPPORTED)}",
+                ),
+            )
+        try:
+            message = json.loads(body, parse_constant=_not_json)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            return _rpc(
+                400, rpc_error(None, PARSE_ERROR, f"Parse error: the body isn't JSON ({exc})")
+            )
+        if isinstance(message, list):
+            return _rpc(
+                400,
+                rpc_error(
+                    None,
+                    INVALID_REQUEST,
+                    "Invalid request: batches aren't served; one message a request",
+                ),
+            )
+        if isinstance(message, dict) and ("id" not in message or "method" not in message):
+            if message.get("jsonrpc") == "2.0":
+                return 202, {}, b""  # (a notification, or a client's response)
+        session = version if version in HANDSHAKE_VERSIONS else DEFAULT_VERSION
+        if version in MODERN_VERSIONS:
+            session = DEFAULT_VERSION  # (the stateless revision names itself in params._meta)
+        reply = await anyio.to_thread.run_sync(
+            self.pool.answer, agent, session, message, limiter=self.limiter
+        )
+        if reply is None:
+            return 202, {}, b""
+        return _rpc(200, reply)
+
+
+def _rpc(status: int, reply: dict) -> Response:
+    return status, {}, encode(reply).rstrip(b"\n")
+
+
+def _refusal(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return status, headers or {}, json.dumps({"error": message}).encode()
+
+
+def _too_large() -> Response:
+    return _refusal(413, f"a message may be at most {MAX_MESSAGE // (1024 * 1024)} MB")
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The request's body, or None past the limit (the rest isn't kept)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            return b"".join(parts)
+        chunk = event.get("body", b"")
+        size += len(chunk)
+        if size > MAX_MESSAGE:
+            return None
+        parts.append(chunk)
+        if not event.get("more_body"):
+            return b"".join(parts)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        event = await receive()
+        if event["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif event["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
