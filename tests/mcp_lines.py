@@ -163,3 +163,83 @@ def tool_error(result: dict) -> str:
     assert not text.startswith("internal error"), text
     assert len(text) >= 10, text
     return text
+
+
+class HttpServer:
+    """One ``chronos serve`` process, spoken to a request at a time as ``Server`` is (the same
+    ``request``, ``call``, ``ping``...): each message its own POST, as the agent ``token`` names
+    (None: no Authorization header)."""
+
+    def __init__(self, folder: Path, *flags: str, token: str | None = None) -> None:
+        import re
+
+        self.proc = subprocess.Popen(
+            [CHRONOS, "serve", str(folder), "--port", "0", *flags],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.token = token
+        self.next_id = 0
+        line = self.proc.stderr.readline().decode()
+        found = re.search(r":(\d+)/mcp", line)
+        assert found, line + self.proc.stderr.read().decode()
+        self.port = int(found.group(1))
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        for _chunk in iter(lambda: self.proc.stderr.read1(1 << 16), b""):
+            pass
+
+    def post(self, message: Any) -> tuple[int, Any]:
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+        headers = {"Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        return response.status, strict_json(raw) if raw else None
+
+    def request(self, method: str, params: Any = None, **_kw: Any) -> dict:
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        status, reply = self.post(message)
+        assert status == 200, (status, reply)
+        assert reply["id"] == self.next_id and ("result" in reply) != ("error" in reply), reply
+        return reply
+
+    def result(self, method: str, params: Any = None, **kw: Any) -> dict:
+        reply = self.request(method, params, **kw)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def initialize(self, version: str | None = "2025-11-25") -> dict:
+        params: dict[str, Any] = {"capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        if version is not None:
+            params["protocolVersion"] = version
+        return self.result("initialize", params)
+
+    def call(self, name: Any, arguments: Any, **kw: Any) -> dict:
+        return self.result("tools/call", {"name": name, "arguments": arguments}, **kw)
+
+    def ping(self) -> None:
+        assert self.result("ping") == {}
+
+    def close(self) -> int:
+        """SIGTERM: the exit code once the requests in flight are answered."""
+        import signal
+
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(WAIT)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(WAIT)

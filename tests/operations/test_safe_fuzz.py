@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_lines import INTERNAL, Server
+from mcp_lines import INTERNAL, HttpServer, Server
 from strategies import example_settings, examples_from
 
 import chronos_lite
@@ -394,12 +394,18 @@ def untouchable(folder: Path) -> dict:
 
 
 # Safe mode, and a named agent with a coding agent's usual rights (the spec's production set):
-# both may change only their own worlds.
-MODES = {"safe": (), "agent": ("--agent", "coder")}
+# both may change only their own worlds. Over stdio (chronos mcp) and over HTTP (chronos serve:
+# the agent by its token, and under --safe the guest, without one).
+MODES = {
+    "safe": (),
+    "agent": ("--agent", "coder"),
+    "http agent": ("http",),
+    "http guest": ("http", "--safe"),
+}
 
 
 @pytest.fixture(scope="module", params=list(MODES))
-def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
+def agent(tmp_path_factory, request) -> Iterator[tuple[Server | HttpServer, Path, dict]]:
     folder = tmp_path_factory.mktemp("fuzz") / "shop"
     with chronos_lite.init(folder) as db:
         db.sql("create table users(id integer primary key autoincrement, name text unique)")
@@ -413,7 +419,9 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
         db.sql("update users set name = 'Bo (outside)' where id = 2", branch="outside")
         db.sql("insert into orders(qty) values (7)", branch="outside")
         db.call("agent", action="create", name="bot", rights=["read"])
-        db.call("agent", action="create", name="coder", rights=["read", "fork", "write_own"])
+        coder = db.call(
+            "agent", action="create", name="coder", rights=["read", "fork", "write_own"]
+        ).data["token"]
         db.call("set_merge_check", name="keep", query="select id from users where name = ''")
         db.call("set_merge_policy", name="small", rules={"max_rows": 0}, agents=["bot"])
         with db.database.write(
@@ -423,7 +431,12 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server, Path, dict]]:
                 conn, db.database.world("outside").id, "bot", "small", ["it changes 2 rows"], 2
             )
     flags = ("--max-query-ms", str(LIMIT_MS), "--max-result-chars", "4000")
-    server = Server(folder, *MODES[request.param], *flags)
+    mode = MODES[request.param]
+    if mode[:1] == ("http",):
+        token = coder if request.param == "http agent" else None
+        server: Server | HttpServer = HttpServer(folder, *mode[1:], *flags, token=token)
+    else:
+        server = Server(folder, *mode, *flags)
     try:
         server.initialize()
         assert server.call("fork", {"name": "mine"})["isError"] is False
