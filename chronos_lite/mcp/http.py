@@ -100,9 +100,25 @@ class Pool:
 class App:
     """The ASGI application: ``POST /mcp``, and the refusals the spec lists."""
 
-    def __init__(self, pool: Pool, access: Access) -> None:
-        self.pool, self.access = pool, access
+    def __init__(self, pool: Pool, access: Access, loopback: bool = True) -> None:
+        self.pool, self.access, self.loopback = pool, access, loopback
         self.limiter = anyio.CapacityLimiter(pool.size)
+
+    def _foreign(self, headers: dict[str, str]) -> str:
+        """Why a request comes from a web page or a rebound name (empty: it doesn't).
+
+        A web page's request carries an ``Origin``: refused, but for the machine's own origin
+        on a loopback server (``http://localhost:7070``: the page is this machine's, which the
+        MCP conformance suite's DNS-rebinding scenario requires accepting). On a loopback
+        server the ``Host`` must name the machine too: a rebinding page's name resolved to
+        127.0.0.1 still sends its own name as the Host."""
+        origin = headers.get("origin")
+        if origin is not None and not (self.loopback and _local(_host_of(origin))):
+            return "a request from a web page (with an Origin header) is refused"
+        host = headers.get("host")
+        if self.loopback and host is not None and not _local(_host_of("//" + host)):
+            return f"Host {host!r} isn't this machine's name (a DNS rebinding?): refused"
+        return ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -122,8 +138,9 @@ class App:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if scope["path"] != PATH:
             return _refusal(404, f"chronos serves MCP at POST {PATH}")
-        if "origin" in headers:  # (a web page's request: DNS rebinding, cross-site)
-            return _refusal(403, "a request from a web page (with an Origin header) is refused")
+        refused = self._foreign(headers)
+        if refused:
+            return _refusal(403, refused)
         if scope["method"] != "POST":
             return _refusal(
                 405,
@@ -181,6 +198,20 @@ class App:
         if reply is None:
             return 202, {}, b""
         return _rpc(200, reply)
+
+
+def _host_of(url: str) -> str:
+    """The host of an origin or ``//host:port`` (lower case, IPv6 without its brackets)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _local(host: str) -> bool:
+    return host in ("localhost", "127.0.0.1", "::1")
 
 
 def _rpc(status: int, reply: dict) -> Response:

@@ -88,7 +88,8 @@ def run(folder: str, options: Options) -> int:
         if options.safe:
             _guest(first)
         sock = _listen(options.host, options.port)
-        app = App(pool, Access(lookups, options.safe, options.token, options.admin_token))
+        access = Access(lookups, options.safe, options.token, options.admin_token)
+        app = App(pool, access, loopback(options.host))
         config = uvicorn.Config(
             app,
             lifespan="off",
