@@ -17,6 +17,7 @@ from helpers import CHRONOS
 
 MODERN = "2026-07-28"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 WAIT = 30  # seconds for one reply: generous, as a hang is a failure anyway
 INTERNAL = "XX000"  # the code of "internal error (a bug in chronos)"
 
@@ -94,7 +95,8 @@ class Server:
         self.next_id += 1
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
         if version is not None:
-            params = {**(params or {}), "_meta": {VERSION_KEY: version}}
+            meta = {VERSION_KEY: version, CAPABILITIES_KEY: {}}
+            params = {**(params or {}), "_meta": meta}
         if params is not None:
             message["params"] = params
         self.send(message)

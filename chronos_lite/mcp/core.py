@@ -37,6 +37,7 @@ SUPPORTED = [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS]
 DEFAULT_VERSION = "2025-06-18"  # an initialize that names none
 MAX_MESSAGE = 8 * 1024 * 1024
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 MAX_ROWS = 1000  # rows a result holds; it says how to page on
 MAX_RESULT_CHARS = 24_000  # characters a result's text (and its JSON) may take: well under
@@ -269,6 +270,11 @@ class Server:
     def _dispatch(self, method: str, params: dict) -> dict:
         modern = self._modern_version(params)
         if method == "initialize":
+            if modern is not None:
+                raise ProtocolError(
+                    NO_METHOD,
+                    f"Method not found: initialize isn't in {modern} (server/discover is)",
+                )
             return self._initialize(params)
         if method == "server/discover":
             if modern is None:
@@ -319,6 +325,12 @@ class Server:
                 f"{', '.join(MODERN_VERSIONS)} in params._meta, and "
                 f"{' and '.join(HANDSHAKE_VERSIONS)} through initialize",
                 {"requested": version, "supported": SUPPORTED},
+            )
+        if CAPABILITIES_KEY not in meta:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: a {version} request carries the client's capabilities in "
+                f"params._meta ({CAPABILITIES_KEY})",
             )
         return version
 

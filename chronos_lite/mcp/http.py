@@ -26,13 +26,13 @@ import anyio
 from ..errors import ChronosError
 from ..operations.registry import Caller
 from ..storage.db import Database
+from . import envelope
 from .access import Access, Denied
 from .core import (
     DEFAULT_VERSION,
     HANDSHAKE_VERSIONS,
     INVALID_REQUEST,
     MAX_MESSAGE,
-    MODERN_VERSIONS,
     PARSE_ERROR,
     SUPPORTED,
     Server,
@@ -160,44 +160,42 @@ class App:
         body = await _body(receive)
         if body is None:
             return _too_large()
-        version = headers.get("mcp-protocol-version")
-        if version is not None and version not in SUPPORTED:
-            return _rpc(
-                400,
-                rpc_error(
-                    None,
-                    INVALID_REQUEST,
-                    f"Unsupported MCP-Protocol-Version {version!r}; this server serves "
-                    f"{', '.join(SUPPORTED)}",
-                ),
-            )
         try:
             message = json.loads(body, parse_constant=_not_json)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            return _rpc(
-                400, rpc_error(None, PARSE_ERROR, f"Parse error: the body isn't JSON ({exc})")
-            )
+            reply = rpc_error(None, PARSE_ERROR, f"Parse error: the body isn't JSON ({exc})")
+            return _rpc(400, reply)
         if isinstance(message, list):
-            return _rpc(
-                400,
-                rpc_error(
-                    None,
-                    INVALID_REQUEST,
-                    "Invalid request: batches aren't served; one message a request",
-                ),
+            reply = rpc_error(
+                None,
+                INVALID_REQUEST,
+                "Invalid request: batches aren't served; one message a request",
             )
+            return _rpc(400, reply)
         if isinstance(message, dict) and ("id" not in message or "method" not in message):
             if message.get("jsonrpc") == "2.0":
                 return 202, {}, b""  # (a notification, or a client's response)
+        return await self._answered(agent, headers, message)
+
+    async def _answered(self, agent: str, headers: dict[str, str], message: Any) -> Response:
+        """The reply to a message read, as ``agent``: checked first as its revision asks."""
+        version = headers.get("mcp-protocol-version")
+        stateless = isinstance(message, dict) and envelope.modern(headers, message)
+        if stateless:
+            wrong = envelope.refused(headers, message)
+            if wrong is not None:
+                return _rpc(envelope.status(wrong, True), wrong)
+        elif version is not None and version not in SUPPORTED:
+            ident = message.get("id") if isinstance(message, dict) else None
+            reply = envelope.unsupported(ident, version)
+            return _rpc(400, reply)
         session = version if version in HANDSHAKE_VERSIONS else DEFAULT_VERSION
-        if version in MODERN_VERSIONS:
-            session = DEFAULT_VERSION  # (the stateless revision names itself in params._meta)
         reply = await anyio.to_thread.run_sync(
             self.pool.answer, agent, session, message, limiter=self.limiter
         )
         if reply is None:
             return 202, {}, b""
-        return _rpc(200, reply)
+        return _rpc(envelope.status(reply, stateless), reply)
 
 
 def _host_of(url: str) -> str:

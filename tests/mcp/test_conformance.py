@@ -16,6 +16,7 @@ from test_http import serving
 import chronos_lite
 
 SUITE_0_1 = "0.1.13"  # the newest 0.1.x that runs on Node 20 (0.1.14 on need Node 22's fs.globSync)
+SUITE_0_2 = "0.2.0-alpha.12"  # the revision 2026-07-28's scenarios; on Node 22 (npm's node@22)
 CACHE = ROOT / ".cache" / "node"
 HERE = Path(__file__).parent / "conformance"
 INSTALL_S = 600
@@ -60,6 +61,31 @@ def test_the_conformance_suite_0_1_passes_what_applies(shop):
                 f"http://127.0.0.1:{port}/mcp",
                 "--expected-failures",
                 str(HERE / "expected-failures-0.1.yml"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=RUN_S,
+        )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+def test_the_conformance_suite_0_2_passes_what_applies_to_2026_07_28(shop):
+    node = installed("node22", "node@22") / "node_modules" / ".bin" / "node"
+    suite = installed("conformance-0.2", f"@modelcontextprotocol/conformance@{SUITE_0_2}")
+    with serving(shop, "--safe") as port:
+        done = subprocess.run(
+            [
+                str(node),
+                str(suite / "node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+                "server",
+                "--url",
+                f"http://127.0.0.1:{port}/mcp",
+                "--spec-version",
+                "2026-07-28",
+                "--suite",
+                "all",
+                "--expected-failures",
+                str(HERE / "expected-failures-0.2.yml"),
             ],
             capture_output=True,
             text=True,

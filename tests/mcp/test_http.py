@@ -200,8 +200,47 @@ def test_beyond_loopback_needs_a_token_and_tls(shop, flags, words):
     assert done.returncode != 0 and words in done.stderr, done.stderr
 
 
+def test_the_stateless_revision_s_envelope_and_headers(shop):
+    folder, bot, _off = shop
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listing = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta}}
+    right = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+    with serving(folder) as port:
+        status, _h, body = post(port, listing, bot, **right)
+        assert status == 200 and body["result"]["ttlMs"] > 0
+        status, _h, body = post(port, listing, bot, **{**right, "Mcp-Method": "prompts/list"})
+        assert (status, body["id"], body["error"]["code"]) == (400, 7, -32020)
+        bare = {
+            **listing,
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+        }
+        status, _h, body = post(port, bare, bot, **right)
+        assert (status, body["error"]["code"]) == (400, -32602)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "describe", "arguments": {}, "_meta": meta},
+        }
+        headers = {**right, "Mcp-Method": "tools/call", "Mcp-Name": "get"}
+        assert post(port, call, bot, **headers)[2]["error"]["code"] == -32020
+        headers["Mcp-Name"] = "=?base64?ZGVzY3JpYmU=?="  # ("describe", as a header may carry it)
+        assert post(port, call, bot, **headers)[0] == 200
+        init = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"_meta": meta}}
+        status, _h, body = post(port, init, bot, **{**right, "Mcp-Method": "initialize"})
+        assert (status, body["error"]["code"]) == (404, -32601)
+        old = {"jsonrpc": "2.0", "id": 10, "method": "ping"}
+        status, _h, body = post(port, old, bot, **{"MCP-Protocol-Version": "2099-01-01"})
+        assert (status, body["id"], body["error"]["code"]) == (400, 10, -32022)
+        assert body["error"]["data"]["requested"] == "2099-01-01"
+
+
 @pytest.mark.anyio
-async def test_the_sdk_s_streamable_http_client_runs_the_workflow(shop):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # (auto: the stateless revision)
+async def test_the_sdk_s_streamable_http_client_runs_the_workflow(shop, mode):
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -210,19 +249,20 @@ async def test_the_sdk_s_streamable_http_client_runs_the_workflow(shop):
     with serving(folder) as port:
         http_client = create_mcp_http_client(headers={"Authorization": f"Bearer {bot}"})
         transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http_client)
-        async with Client(transport, mode="legacy") as client:
+        async with Client(transport, mode=mode) as client:
             tools = await client.list_tools()
             assert "describe" in {t.name for t in tools.tools}
             result = await client.call_tool("describe", {"table": "users"})
             assert not result.is_error and "users: 2 rows" in result.content[0].text
-            result = await client.call_tool("fork", {"name": "sdk"})
+            result = await client.call_tool("fork", {"name": f"sdk-{mode}"})
             assert not result.is_error
             result = await client.call_tool(
-                "put", {"table": "users", "id": "3", "record": {"name": "Cy"}, "branch": "sdk"}
+                "put",
+                {"table": "users", "id": "3", "record": {"name": "Cy"}, "branch": f"sdk-{mode}"},
             )
             assert not result.is_error, result.content[0].text
-            result = await client.call_tool("diff", {"branch": "sdk"})
-            assert result.content[0].text.startswith("1 change on sdk")
+            result = await client.call_tool("diff", {"branch": f"sdk-{mode}"})
+            assert result.content[0].text.startswith(f"1 change on sdk-{mode}")
         await http_client.aclose()
 
 
