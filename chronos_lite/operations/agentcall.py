@@ -78,7 +78,9 @@ def _counted(
     slot: slots.Slot | None = None
     try:
         with db.bounds.paused():  # (chronos' own reads, as the audit's write: not the call's)
-            read_again = rights.refresh(db, caller)  # (disabled, or its rights changed)
+            # (disabled, or its rights, policy or the mode changed; a call that may write is
+            # judged on the file as it is now: a person's `mode production` binds it at once)
+            read_again = rights.refresh(db, caller, current=not op.read_only)
         if read_again and db.bounds.active:  # (begun by the MCP server, with older quotas)
             db.bounds.reset(limits_of(caller))
         caller.run = fields.get("run_id")

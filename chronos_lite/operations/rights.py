@@ -66,12 +66,15 @@ def listed(op: Operation, caller: Caller) -> bool:
     return caller.mode != "safe" or op.name not in PERSON_ONLY
 
 
-def refresh(db: Database, caller: Caller) -> bool:
+def refresh(db: Database, caller: Caller, current: bool = False) -> bool:
     """An agent's rights and quotas as the file has them: read again when this process saw the
     file change (its own commits, and others' as its reads found them) and at least every
     ``FRESH_S``, so a person's ALTER AGENT holds within that; a disabled or dropped agent's
-    calls are refused. Whether they were read again."""
+    calls are refused. ``current``: the file as it is now, another process's last commit
+    included (a call that may write). Whether they were read again."""
     conn = db.main.conn
+    if current:  # (the pager learns of others' commits as a read transaction starts)
+        conn.execute("SELECT 1 FROM main._chronos_meta LIMIT 1").fetchall()
     # (apsw's data_version() is the pager's, free to ask: a pragma data_version would cost a
     # read transaction, two locks, on every call)
     seen, now = (conn.data_version(), conn.total_changes()), time.monotonic()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 from mcp_lines import INTERNAL, Server
 from strategies import example_settings, examples_from
@@ -637,5 +637,23 @@ def test_an_agent_under_a_policy_changes_main_only_by_an_allowed_merge(cfg, step
 
 @example_settings(STDIO_EXAMPLES, keep=False)
 @given(cfg=config, steps=st.lists(step, min_size=6, max_size=24))
+@example(  # (found by this test: the server's agent read the mode as its pager last saw it, so
+    # a person's `mode production` didn't bind its next restore of main)
+    cfg={
+        "rules": None,
+        "production": False,
+        "check": None,
+        "scope": None,
+        "rights": {"merge", "merge_own", "restore", "write_main"},
+    },
+    steps=[
+        ("write", 0, "update items set qty = qty + 1 where id = 1"),
+        ("approve", 0),
+        ("find", 0, {}),
+        ("mode", "production"),
+        ("fork", "owner", 0, None),
+        ("on_main", 0),
+    ],
+)
 def test_the_same_over_mcp_stdio(cfg, steps):
     run_steps(cfg, steps, over_stdio=True)
