@@ -43,6 +43,7 @@ class Access:
     token: str | None = None
     admin_token: str | None = None
     wrong: dict[str, tuple[int, float]] = field(default_factory=dict)
+    verified: dict[bytes, bytes] = field(default_factory=dict)  # (agents.by_token's)
 
     def caller(self, authorization: str | None, client: str) -> str:
         """The agent a request acts as (its name), or Denied with the status to answer."""
@@ -66,7 +67,7 @@ class Access:
                 "the admin token isn't an agent's: the database's own user runs "
                 "chronos mcp <folder> on the database's machine",
             )
-        agent = agents.by_token(self.conn, token)
+        agent = agents.by_token(self.conn, token, self.verified)
         if agent is None:
             self._wrong(client)
             raise Denied(
