@@ -194,7 +194,7 @@ def main() -> int:
                     p(values, q) * 1e6,
                     p(base[tool], q) * 1e6,
                     "the SDK's own server, the same query",
-                    at_most=1 / 3 if q == 50 else None,
+                    at_most=0.333 if q == 50 else None,
                 )
             )
     print(f"MCP over HTTP: {calls} calls a shape, one keep-alive connection")
