@@ -52,6 +52,13 @@ def test_mcp_benchmark_quick_run_completes():
     assert "targets missed" in proc.stdout and "chronos sql, world" in proc.stdout
 
 
+def test_mcp_http_benchmark_quick_run_completes(tmp_path):
+    out = tmp_path / "figures.json"
+    proc = _run("benchmarks/bench_mcp_http.py", "--quick", "--json", str(out))
+    assert "targets missed" in proc.stdout and "sql over HTTP, a world, p50" in proc.stdout
+    assert out.read_text().startswith("{")
+
+
 def test_history_benchmark_quick_run_completes(tmp_path):
     out = tmp_path / "figures.json"
     proc = _run("benchmarks/bench_history.py", "--quick", "--json", str(out))
