@@ -97,7 +97,8 @@ def run(folder: str, options: Options) -> int:
             access_log=False,
             ssl_certfile=options.tls_cert,
             ssl_keyfile=options.tls_key,
-            timeout_keep_alive=30,
+            timeout_keep_alive=30,  # (an idle kept-alive connection closes after 30 s)
+            limit_concurrency=512,  # (past that many connections and requests at once: 503)
         )
         scheme = "https" if options.tls_cert else "http"
         host, port = sock.getsockname()[:2]
