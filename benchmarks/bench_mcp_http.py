@@ -86,11 +86,15 @@ def process(command: list[str], ready: str):
         threading.Thread(target=lambda: proc.stderr and proc.stderr.read(), daemon=True).start()
         yield port
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 class Client:
@@ -227,11 +231,7 @@ def _sdk(command: list[str], port: int):
                 time.sleep(0.1)
         yield port
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
 
 
 if __name__ == "__main__":

@@ -165,23 +165,13 @@ def _script(ns: argparse.Namespace) -> list[tuple[str, str]] | None:
 
 
 def _mcp(argv: list[str]) -> int:
-    if "-h" in argv or "--help" in argv:
+    parser = _server_parser("mcp", argv)
+    if parser is None:
         print(MCP_HELP.rstrip())
         return 0
-    if not argv:
-        raise ChronosError(
-            "give the database folder: chronos mcp <folder> (`chronos mcp --help` says more)"
-        )
-    parser = Parser(prog="chronos mcp", add_help=False)
-    parser.add_argument("folder")
     parser.add_argument("--allow-merge", action="store_true")
     parser.add_argument("--agent", default=None)
     parser.add_argument("-b", "--branch", default=None)
-    parser.add_argument("--max-query-ms", type=count("--max-query-ms"), metavar="MS")
-    parser.add_argument(
-        "--max-memory-mb", type=count("--max-memory-mb", 16), default=256, metavar="MB"
-    )
-    parser.add_argument("--max-result-chars", type=count("--max-result-chars", 1000), metavar="N")
     ns = parser.parse_intermixed_args(argv)
     from .mcp import core, stdio  # the server's imports only when serving
 
@@ -196,16 +186,30 @@ def _mcp(argv: list[str]) -> int:
     )
 
 
-def _serve(argv: list[str]) -> int:
+def _server_parser(command: str, argv: list[str]) -> Parser | None:
+    """The arguments both servers take (the folder, a call's limits); None: help was asked."""
     if "-h" in argv or "--help" in argv:
-        print(SERVE_HELP.rstrip())
-        return 0
+        return None
     if not argv:
         raise ChronosError(
-            "give the database folder: chronos serve <folder> (`chronos serve --help` says more)"
+            f"give the database folder: chronos {command} <folder> (`chronos {command} --help` "
+            "says more)"
         )
-    parser = Parser(prog="chronos serve", add_help=False)
+    parser = Parser(prog=f"chronos {command}", add_help=False)
     parser.add_argument("folder")
+    parser.add_argument("--max-query-ms", type=count("--max-query-ms"), metavar="MS")
+    parser.add_argument(
+        "--max-memory-mb", type=count("--max-memory-mb", 16), default=256, metavar="MB"
+    )
+    parser.add_argument("--max-result-chars", type=count("--max-result-chars", 1000), metavar="N")
+    return parser
+
+
+def _serve(argv: list[str]) -> int:
+    parser = _server_parser("serve", argv)
+    if parser is None:
+        print(SERVE_HELP.rstrip())
+        return 0
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=count("--port"), default=7070)
     parser.add_argument("--safe", action="store_true")
@@ -213,11 +217,6 @@ def _serve(argv: list[str]) -> int:
     parser.add_argument("--admin-token", default=None)
     parser.add_argument("--tls-cert", default=None)
     parser.add_argument("--tls-key", default=None)
-    parser.add_argument("--max-query-ms", type=count("--max-query-ms"), metavar="MS")
-    parser.add_argument(
-        "--max-memory-mb", type=count("--max-memory-mb", 16), default=256, metavar="MB"
-    )
-    parser.add_argument("--max-result-chars", type=count("--max-result-chars", 1000), metavar="N")
     ns = parser.parse_intermixed_args(argv)
     from .mcp import core, serve  # the server's imports only when serving
 
