@@ -172,7 +172,7 @@ def _mcp(argv: list[str]) -> int:
     parser.add_argument("--allow-merge", action="store_true")
     parser.add_argument("--agent", default=None)
     parser.add_argument("-b", "--branch", default=None)
-    ns = parser.parse_intermixed_args(argv)
+    ns = _limits(parser).parse_intermixed_args(argv)
     from .mcp import core, stdio  # the server's imports only when serving
 
     return stdio.run(
@@ -187,7 +187,7 @@ def _mcp(argv: list[str]) -> int:
 
 
 def _server_parser(command: str, argv: list[str]) -> Parser | None:
-    """The arguments both servers take (the folder, a call's limits); None: help was asked."""
+    """The parser of a server's arguments, from its folder on; None: help was asked."""
     if "-h" in argv or "--help" in argv:
         return None
     if not argv:
@@ -197,6 +197,11 @@ def _server_parser(command: str, argv: list[str]) -> Parser | None:
         )
     parser = Parser(prog=f"chronos {command}", add_help=False)
     parser.add_argument("folder")
+    return parser
+
+
+def _limits(parser: Parser) -> Parser:
+    """A call's limits, the flags both servers end with."""
     parser.add_argument("--max-query-ms", type=count("--max-query-ms"), metavar="MS")
     parser.add_argument(
         "--max-memory-mb", type=count("--max-memory-mb", 16), default=256, metavar="MB"
@@ -217,7 +222,7 @@ def _serve(argv: list[str]) -> int:
     parser.add_argument("--admin-token", default=None)
     parser.add_argument("--tls-cert", default=None)
     parser.add_argument("--tls-key", default=None)
-    ns = parser.parse_intermixed_args(argv)
+    ns = _limits(parser).parse_intermixed_args(argv)
     from .mcp import core, serve  # the server's imports only when serving
 
     options = serve.Options(
