@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ChronosError
 from ..operations.registry import Caller
@@ -81,6 +82,11 @@ class Pool:
             return reply
         finally:
             self.free.put(db)
+
+    def add(self, db: Database) -> None:
+        """A database opened already (the one the server checked the folder with)."""
+        self.made.append(db)
+        self.free.put(db)
 
     def _take(self) -> Database:
         try:
@@ -200,8 +206,6 @@ class App:
 
 def _host_of(url: str) -> str:
     """The host of an origin or ``//host:port`` (lower case, IPv6 without its brackets)."""
-    from urllib.parse import urlsplit
-
     try:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:

@@ -80,8 +80,7 @@ def run(folder: str, options: Options) -> int:
         "max_query_ms": options.max_query_ms,
     }
     pool = Pool(str(folder), lambda: open_folder(folder), limits, size=options.pool)
-    pool.made.append(first)
-    pool.free.put(first)
+    pool.add(first)
     lookups = apsw.Connection(str(first.path), flags=apsw.SQLITE_OPEN_READONLY)
     lookups.set_busy_timeout(5000)
     try:

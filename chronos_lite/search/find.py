@@ -85,7 +85,7 @@ def find(
             if attempt == 2 or not fts or not textmod.damaged(exc):
                 raise
             notes.append(f"the text index of {t.name} was damaged ({exc}): made again")
-            textmod.forget(db, session, d)
+            textmod.forget(db, session, d, fts)
     how = "text+vector" if words and asked else "text" if words else "vector"
     return Found(
         t.name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 
 from ..storage.db import Session
-from ..storage.fetch import all_rows, one_row
+from ..storage.fetch import all_rows
 from ..storage.world import placement
 
 
@@ -24,10 +24,6 @@ def temp_names(conn: apsw.Connection, prefix: str) -> list[str]:
 
 
 def keep_temp(session: Session, *prefixes: str) -> None:
-    """Keep the TEMP tables named by ``prefixes`` past the call (a call's own TEMP objects go at
-    its end), and let the connection's guard know no statement may drop them."""
-    conn = session.conn
-    for prefix in prefixes:
-        session.own_temp.update(temp_names(conn, prefix))
-    placement.guard_own_temp(session)
-    session.temp_version = one_row(conn.execute("pragma temp.schema_version"))[0]
+    """Keep the TEMP tables named by ``prefixes`` (a virtual table's own included) past the
+    call."""
+    placement.keep_own(session, [n for p in prefixes for n in temp_names(session.conn, p)])

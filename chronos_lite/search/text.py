@@ -198,9 +198,7 @@ def _caught_up(conn: apsw.Connection, t: TableInfo, n: int, since: int) -> bool:
     they are. False: history before some of those changes was pruned (make the index again)."""
     h = f"main.{history_table(n)}"
     first = one_row(conn.execute(f"SELECT min({SEQ}) FROM {h} WHERE {SEQ} > ?", (since,)))[0]
-    if first is not None and first > since + 1 and since:
-        return False
-    if first is not None and not since and first > 1:
+    if first is not None and first > since + 1:  # (records after the stamp were pruned)
         return False
     key = quote_ident(ROWID_COL) if t.key_kind == "rowid" else quote_ident(t.pk[0])
     fields = text_fields(t)
@@ -234,13 +232,30 @@ def damaged(error: apsw.Error) -> bool:
     return isinstance(error, apsw.CorruptError) or "fts5" in str(error).lower()
 
 
-def forget(db: Database, session: Session, d: Docs) -> None:
-    """The index a branch's find read dropped (a damaged one: the next find makes it again):
-    main's, or the branch's own on its connection."""
+def forget(db: Database, session: Session, d: Docs, fts: str) -> None:
+    """The damaged index ``fts`` a find read dropped, so that the next find makes it again: a
+    branch's copy on its connection, and main's too if main's is damaged (a copy starts as its
+    pages); main's own."""
     session.search.pop(("text", d.n), None)
+    if fts.startswith("temp."):
+        session.conn.execute(f"DROP TABLE IF EXISTS {fts}")
+        if d.mapped or _sound(db.main.conn, d.n):
+            return
     with db.write() as conn:
         conn.execute(f"DROP TABLE IF EXISTS main.{main_name(d.n)}")
         conn.execute(f"DELETE FROM main.{REGISTRY} WHERE table_id = ? AND kind = 'text'", (d.n,))
+
+
+def _sound(conn: apsw.Connection, n: int) -> bool:
+    """Whether main's index of table ``n`` passes FTS5's integrity check (or there is none)."""
+    if _registered(conn, n) is None:
+        return True
+    q = main_name(n)
+    try:
+        conn.execute(f"INSERT INTO main.{q}({q}) VALUES ('integrity-check')")
+    except apsw.Error as exc:
+        return not damaged(exc)
+    return True
 
 
 # --- a branch's index ------------------------------------------------------------------------
@@ -248,9 +263,7 @@ def forget(db: Database, session: Session, d: Docs) -> None:
 
 def branch_index(db: Database, session: Session, d: Docs, notes: list[str]) -> str:
     """The index of the table's rows on the session's branch (an FTS5 table's name)."""
-    if session.world is None and not d.mapped:
-        return main_index(db, d.t, d.n, notes)
-    if d.own and not d.mapped:
+    if not d.mapped and (session.world is None or d.own):  # (main's rows: main's index)
         return main_index(db, d.t, d.n, notes)
     cache = session.search.get(("text", d.n))
     fts = f"temp.{_branch_name(d.n)}"

@@ -37,8 +37,7 @@ from ..storage.db import Session
 from ..storage.fetch import all_rows, one_row
 from ..storage.schema.catalog import ROWID_COL, TableInfo
 from ..storage.shadow import SEQ, history_table
-from .docs import Docs, joined
-from .docs import docid_of as join_docid
+from .docs import Docs, docid_of, joined
 from .temp import keep_temp, temp_names
 
 KNN_MOST = 4096  # sqlite-vec's largest k
@@ -156,8 +155,7 @@ def exact(conn: apsw.Connection, d: Docs, q: Ask, docids: list[int], join: str) 
         marks = ", ".join("?" * len(part))
         for docid, value in all_rows(
             conn.execute(
-                f"SELECT {join_docid(d)}, s.{q.field} FROM {join} "
-                f"WHERE {join_docid(d)} IN ({marks})",
+                f"SELECT {docid_of(d)}, s.{q.field} FROM {join} WHERE {docid_of(d)} IN ({marks})",
                 part,
             )
         ):
@@ -234,7 +232,7 @@ def _scan(
     try:
         rows = all_rows(
             conn.execute(
-                f"SELECT docid, n2 - d2, max(n2) OVER () FROM (SELECT {join_docid(d)} AS docid, "
+                f"SELECT docid, n2 - d2, max(n2) OVER () FROM (SELECT {docid_of(d)} AS docid, "
                 f"pow(vec_distance_l2({v}, ?), 2) AS n2, pow(vec_distance_l2({v}, ?), 2) AS d2 "
                 f"FROM {join} WHERE {cond}) ORDER BY 2 DESC, 1 LIMIT ?",
                 [zero, q.blob, *params, k],
@@ -253,7 +251,7 @@ def _stored_error(
 ) -> ChronosError:
     """sqlite-vec refused a stored vector: which row, and why, as a caller can act on it."""
     for docid, value in conn.execute(
-        f"SELECT {join_docid(d)}, s.{q.field} FROM {join} WHERE s.{q.field} IS NOT NULL"
+        f"SELECT {docid_of(d)}, s.{q.field} FROM {join} WHERE s.{q.field} IS NOT NULL"
     ):
         decode(value, len(q.vector), q.name, docid)  # (raises for the first bad one)
     return ChronosError(f"{q.name}: {exc}", BAD_ARGUMENT)
@@ -310,7 +308,7 @@ def _made(session: Session, d: Docs, q: Ask) -> tuple[str, float]:
     conn.execute(f"DROP TABLE IF EXISTS temp.{_name(n)}")
     conn.execute(f"CREATE VIRTUAL TABLE temp.{_name(n)} USING vec0(v float[{len(q.vector) + 1}])")
     conn.execute(
-        f"INSERT INTO temp.{_name(n)}(rowid, v) SELECT {join_docid(d)}, "
+        f"INSERT INTO temp.{_name(n)}(rowid, v) SELECT {docid_of(d)}, "
         f"{_transformed('s.' + q.field)} FROM {join} WHERE {cond}",
         (most, zero),
     )

@@ -504,17 +504,22 @@ def guard_own_temp(session: Session) -> None:
     guard.install(session.conn).own_temp = frozenset(n.lower() for n in session.own_temp)
 
 
+def keep_own(session: Session, names: list[str]) -> None:
+    """Keep chronos' TEMP objects ``names`` past the call; no statement may drop them."""
+    session.own_temp.update(names)
+    guard_own_temp(session)
+    session.temp_version = one_row(session.conn.execute("pragma temp.schema_version"))[0]
+
+
 def keep_view(session: Session, name: str, most: int = 32) -> None:
     """Keep a TEMP view past the call (AS OF main at a seq reads the same every time, and
     dropping a view makes SQLite prepare every statement again)."""
-    session.own_temp.add(name)
-    guard_own_temp(session)
     session.kept.append(name)
     while len(session.kept) > most:
         old = session.kept.pop(0)
         session.own_temp.discard(old)
         session.conn.execute(f"drop view if exists temp.{quote_ident(old)}")
-    session.temp_version = one_row(session.conn.execute("pragma temp.schema_version"))[0]
+    keep_own(session, [name])
 
 
 def end_call(session: Session, keep_temp: bool = False) -> None:
