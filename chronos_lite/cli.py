@@ -1,6 +1,7 @@
 """The ``chronos`` command: ``chronos init <folder>``, ``chronos <folder> <operation> ...`` (a
 registry operation, its arguments parsed by ``cliargs``), ``chronos <folder>`` (the shell, or a
-script) and ``chronos mcp <folder>`` (the MCP server over stdio)."""
+script), ``chronos mcp <folder>`` (the MCP server over stdio) and ``chronos <folder> web`` (the
+review page)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from . import render
 from .cliargs import (
     MCP_HELP,
     SERVE_HELP,
+    WEB_HELP,
     Parser,
     cli_name,
     count,
@@ -59,6 +61,8 @@ def run(argv: Sequence[str]) -> int:
         return 0
     if not rest or rest[0].startswith("-"):
         return _shell(folder, rest)
+    if rest[0] == "web":  # (a front end, not an operation: the review page)
+        return _web(folder, rest[1:])
     name = op_name(rest[0])
     if name not in REGISTRY:
         ops = ", ".join(cli_name(o) for o in REGISTRY.names())
@@ -238,6 +242,22 @@ def _serve(argv: list[str]) -> int:
         max_result_chars=ns.max_result_chars or core.MAX_RESULT_CHARS,
     )
     return serve.run(ns.folder, options)
+
+
+def _web(folder: str, argv: list[str]) -> int:
+    """``chronos <folder> web``: the review page in a browser."""
+    if "-h" in argv or "--help" in argv:
+        print(WEB_HELP.rstrip())
+        return 0
+    parser = Parser(prog=f"chronos {folder} web", add_help=False)
+    parser.add_argument("--port", type=count("--port"), default=0)
+    parser.add_argument("--no-browser", action="store_true")
+    ns = parser.parse_intermixed_args(argv)
+    if ns.port > 65535:
+        raise ChronosError(f"--port takes a port up to 65535 (0: any free one), not {ns.port}")
+    from .web import server  # (the page's imports only when serving it)
+
+    return server.open_web(folder, ns.port, not ns.no_browser)
 
 
 def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:

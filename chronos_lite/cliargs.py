@@ -32,6 +32,9 @@ USAGE = """usage:
   chronos mcp <folder> [--allow-merge] [-b BRANCH]
                                           serve the database to an agent over MCP (stdio);
                                           safe mode unless --allow-merge
+  chronos <folder> web [--port PORT] [--no-browser]
+                                          the review page in a browser: held merges, worlds,
+                                          diffs; approve or reject
   chronos <folder> <operation> [arguments] [--options]
   chronos <folder> help [operation]       the operations, or one operation's arguments
 
@@ -158,6 +161,8 @@ def help_text(folder: str, words: list[str]) -> str:
         return MCP_HELP.rstrip()
     if words and words[0] == "serve":
         return SERVE_HELP.rstrip()
+    if words and words[0] == "web":
+        return WEB_HELP.rstrip()
     if words:
         op = REGISTRY.get(op_name(words[0]))
         return op_parser(op).format_help()
@@ -228,6 +233,22 @@ stops it once the requests in flight are answered.
 Claude Code:  claude mcp add --transport http chronos http://127.0.0.1:7070/mcp \\
                   --header "Authorization: Bearer $BOT_TOKEN"
 See docs/serve.md.
+"""
+
+
+WEB_HELP = """usage: chronos <folder> web [--port PORT] [--no-browser]
+
+Serves the review page on loopback (127.0.0.1) and prints its URL, a secret made at start in it
+(http://127.0.0.1:PORT/?token=...; then a cookie carries it): the held merges (reasons, the
+version held at, whether the world changed since), the open worlds, a world's diff field by
+field and its merge preview with conflicts, and main's history. A person approves a held merge
+at the version the page shows (refused if the world moved on since) or rejects it (discard).
+
+  --port PORT             the port (default 0: any free one)
+  --no-browser            don't open a browser (one opens where there is a screen)
+
+Every request needs the secret; a change must come from the page itself (its Origin). Ctrl-C
+or SIGTERM stops it. See docs/review.md.
 """
 
 

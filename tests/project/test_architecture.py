@@ -16,6 +16,7 @@ LAYERS = {
     "chronos_lite.cli": 8,
     "chronos_lite.shell": 7,
     "chronos_lite.mcp": 7,
+    "chronos_lite.web": 7,
     "chronos_lite.api": 7,
     "chronos_lite.cliargs": 6,
     "chronos_lite.opening": 6,  # the composition root: every front end opens its folder there

@@ -1,0 +1,245 @@
+"""``chronos <folder> web``: the review page over HTTP on loopback. Every request needs the
+secret made at start and a Host naming loopback; a change (POST) needs the page's own origin
+too. One database, one call at a time, each a registry call as the database's own user."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import sys
+import threading
+import webbrowser
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from ..errors import ChronosError
+from ..operations.caller import Caller
+from ..operations.registry import REGISTRY, Reply
+from ..storage.db import Database
+from . import actions, pages
+from .access import HOST, Access
+from .html import page
+
+MAX_BODY = 16 * 1024  # a form of a few fields; anything bigger is refused unread
+CSP = (
+    "default-src 'none'; style-src 'nonce-{n}'; script-src 'nonce-{n}'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class Site:
+    """The open database and what every request shares: one registry call at a time."""
+
+    def __init__(self, db: Database, access: Access, folder: str) -> None:
+        self.db, self.access, self.folder = db, access, folder
+        self.lock = threading.Lock()
+        self.caller = Caller(name="owner", mode="owner")
+
+    def call(self, name: str, args: dict[str, Any]) -> Reply:
+        with self.lock:
+            return REGISTRY.call(self.db, name, args, self.caller)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "chronos-web"
+    protocol_version = "HTTP/1.1"
+    site: Site  # (set on the class the server makes)
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        if not self._allowed(query):
+            return
+        if "token" in query:  # (the secret leaves the address bar: the cookie carries it)
+            rest = urlencode([(k, v) for k, vs in query.items() if k != "token" for v in vs])
+            self._redirect(url.path + ("?" + rest if rest else ""))
+            return
+        views: dict[str, Callable[[], tuple[str, str]]] = {
+            "/": lambda: pages.overview(self.site.call),
+            "/world": lambda: pages.world(
+                self.site.call,
+                _text(query, "name"),
+                _offset(query, "doff"),
+                _offset(query, "poff"),
+            ),
+            "/history": lambda: pages.history(self.site.call, _offset(query, "page")),
+        }
+        view = views.get(url.path)
+        if view is None:
+            self._plain(HTTPStatus.NOT_FOUND, f"no page {url.path}: the page starts at /")
+            return
+        try:
+            title, body = view()
+        except BadQuery as exc:
+            self._plain(HTTPStatus.BAD_REQUEST, str(exc))
+            return
+        self._html(HTTPStatus.OK, title, body)
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        if not self._allowed(parse_qs(url.query)):
+            return
+        headers = self.headers
+        refusal = self.site.access.origin_refusal(
+            headers.get("Host"), headers.get("Origin"), headers.get("Sec-Fetch-Site")
+        )
+        if refusal:
+            self._plain(HTTPStatus.FORBIDDEN, refusal)
+            return
+        decide = {"/approve": actions.approve, "/reject": actions.reject}.get(url.path)
+        if decide is None:
+            self._plain(HTTPStatus.NOT_FOUND, f"nothing to do at {url.path}: /approve, /reject")
+            return
+        form = self._form()
+        if form is None:
+            return
+        outcome = decide(self.site.call, form)
+        said = (outcome.message, outcome.done)
+        if outcome.bad_form:
+            self._plain(HTTPStatus.BAD_REQUEST, outcome.message)
+        elif outcome.done:
+            self._html(HTTPStatus.OK, *pages.overview(self.site.call, said))
+        else:  # (the world's page again, as it is now, under the refusal)
+            name = form.get("world", [""])[0]
+            self._html(HTTPStatus.CONFLICT, *pages.world(self.site.call, name, 0, 0, said))
+
+    def _allowed(self, query: dict[str, list[str]]) -> bool:
+        """The Host is this server on loopback and the secret is there; else refused."""
+        access = self.site.access
+        refusal = access.host_refusal(self.headers.get("Host"))
+        if refusal:
+            self._plain(HTTPStatus.FORBIDDEN, refusal)
+            return False
+        tokens = query.get("token")
+        token = tokens[0] if tokens and len(tokens) == 1 else None
+        if tokens is not None and token is None:
+            token = ""  # (two tokens: none is right)
+        if not access.has_secret(token, self.headers.get("Cookie")):
+            said = "this page needs its secret: open the URL `chronos <folder> web` printed"
+            self._plain(HTTPStatus.FORBIDDEN, said)
+            return False
+        return True
+
+    def _form(self) -> dict[str, list[str]] | None:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self._plain(HTTPStatus.LENGTH_REQUIRED, "a form needs its Content-Length")
+            return None
+        if int(length) > MAX_BODY:
+            self.close_connection = True  # (its body is left unread)
+            self._plain(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a form is at most {MAX_BODY} bytes")
+            return None
+        body = self.rfile.read(int(length)).decode("utf-8", "replace")
+        return parse_qs(body)
+
+    def _html(self, status: HTTPStatus, title: str, body: str) -> None:
+        nonce = secrets.token_urlsafe(16)
+        html = page(title, body, self.site.folder, nonce).encode()
+        self._send(status, "text/html; charset=utf-8", html, CSP.format(n=nonce))
+
+    def _plain(self, status: HTTPStatus, text: str) -> None:
+        self._send(
+            status, "text/plain; charset=utf-8", (text + "\n").encode(), "default-src 'none'"
+        )
+
+    def _redirect(self, where: str) -> None:
+        self.send_response(HTTPStatus.SEE_OTHER)
+        self.send_header("Location", where)
+        self.send_header("Set-Cookie", self.site.access.set_cookie())
+        self.send_header("Content-Length", "0")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+
+    def _send(self, status: HTTPStatus, kind: str, body: bytes, csp: str) -> None:
+        self.send_response(status)
+        for name, value in (
+            ("Content-Type", kind),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store"),
+            ("Content-Security-Policy", csp),
+            ("X-Content-Type-Options", "nosniff"),
+            ("X-Frame-Options", "DENY"),
+            ("Referrer-Policy", "no-referrer"),
+        ):
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # (quiet: the URL with its secret is the one thing it prints)
+
+
+class BadQuery(ValueError):
+    """A page's address with a parameter that isn't what the page takes."""
+
+
+def _text(query: dict[str, list[str]], key: str) -> str:
+    return query.get(key, [""])[0]
+
+
+def _offset(query: dict[str, list[str]], key: str) -> int:
+    text = query.get(key, ["0"])[0]
+    if not text.isdigit():
+        raise BadQuery(f"{key} is a whole number of at least 0 (the page's own links give it)")
+    return int(text)
+
+
+class Stopped(Exception):
+    """SIGTERM: stop serving as on Ctrl-C."""
+
+
+def run(folder: str, db: Database, port: int, browser: bool) -> int:
+    """Serve the page until Ctrl-C or SIGTERM (then exit 0); print its URL, and open it in a
+    browser where there is one."""
+    try:
+        server = ThreadingHTTPServer((HOST, port), Handler)
+    except OSError as exc:
+        raise ChronosError(
+            f"can't listen on {HOST}:{port} ({exc.strerror}): give another port with --port "
+            f"(0: any free one)"
+        ) from None
+    server.daemon_threads = True
+    access = Access(port=server.server_address[1])
+    server.RequestHandlerClass = type("Handler", (Handler,), {"site": Site(db, access, folder)})
+    print(f"chronos web: the review page of {folder} at {access.url}", flush=True)
+    print("(Ctrl-C stops it)", flush=True)
+    if browser:
+        _open(access.url)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever()
+    except (KeyboardInterrupt, Stopped):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.server_close()
+    print("chronos web: stopped", flush=True)
+    return 0
+
+
+def _open(url: str) -> None:
+    """The URL in a browser, where there is a graphical one; never an error."""
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        return  # (no screen: a text browser would take the terminal over)
+    try:
+        webbrowser.open(url)
+    except Exception:  # (a browser that fails to start is not the page's failure)
+        pass
+
+
+def open_web(folder: str, port: int, browser: bool) -> int:
+    """Open the folder and serve it (the CLI's entry)."""
+    from ..opening import open_folder
+
+    with open_folder(folder) as db:
+        return run(folder, db, port, browser)
