@@ -8,18 +8,18 @@ ids (a request's protocol version is its ``MCP-Protocol-Version`` header, or its
 ``Content-Length`` before the body is read, and a body sent without one is cut there.
 
 Who calls is always an agent, by ``Authorization: Bearer <token>`` (``access``). The JSON-RPC
-core is stdio's (``core.Server``); what differs here is the framing and the caller. uvicorn
-serves the ASGI app below; each call runs on a worker thread with a database of its own from a
-small pool (SQLite: readers side by side, one writer at a time, as between processes).
+core is stdio's (``core.Server``); what differs here is the framing and the caller. ``httpd``
+serves the handler below, each connection on a thread of its own that runs its calls itself,
+each on a database of its own from a small pool (SQLite: readers side by side, one writer at a
+time, as between processes).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import queue
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,11 +42,7 @@ from .core import (
     encode,
     rpc_error,
 )
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Response = tuple[int, dict[str, str], bytes]
+from .httpd import Request, Response
 
 PATH = "/mcp"
 
@@ -63,10 +59,11 @@ class Pool:
     free: queue.SimpleQueue[Database] = field(default_factory=queue.SimpleQueue)
     made: list[Database] = field(default_factory=list)
     servers: dict[tuple[int, str], Server] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # (one opens the last one)
 
     def answer(self, agent: str, version: str, message: Any) -> Any:
-        """The reply to one message from ``agent``, on a database of the pool (a worker
-        thread's call)."""
+        """The reply to one message from ``agent``, on a database of the pool (a connection
+        thread's call; it waits for a database while all are in use)."""
         db = self._take()
         try:
             server = self.servers.get((id(db), agent))
@@ -92,10 +89,11 @@ class Pool:
         try:
             return self.free.get_nowait()
         except queue.Empty:
-            if len(self.made) < self.size:
-                db = self.open_db()
-                self.made.append(db)
-                return db
+            with self.lock:
+                if len(self.made) < self.size:
+                    db = self.open_db()
+                    self.made.append(db)
+                    return db
         return self.free.get()
 
     def close(self) -> None:
@@ -104,12 +102,12 @@ class Pool:
 
 
 class App:
-    """The ASGI application: ``POST /mcp``, and the refusals the spec lists."""
+    """The handler ``httpd`` calls for each request: ``POST /mcp``, and the refusals the spec
+    lists (on the connection's own thread)."""
 
     def __init__(self, pool: Pool, access: Access, loopback: bool = True) -> None:
         self.pool, self.access, self.loopback = pool, access, loopback
-        # (a plain executor: a call's hop to its thread and back costs ~60 us, anyio's ~250)
-        self.workers = ThreadPoolExecutor(pool.size, thread_name_prefix="chronos-call")
+        self.checking = threading.Lock()  # (Access's connection and counts: a thread at a time)
 
     def _foreign(self, headers: dict[str, str]) -> str:
         """Why a request comes from a web page or a rebound name (empty: it doesn't).
@@ -127,28 +125,20 @@ class App:
             return f"Host {host!r} isn't this machine's name (a DNS rebinding?): refused"
         return ""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        status, headers, body = await self._respond(scope, receive)
-        raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    def __call__(self, request: Request) -> Response:
+        status, headers, body = self._respond(request)
         if body:
-            raw.append((b"content-type", b"application/json"))
-        raw.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": raw})
-        await send({"type": "http.response.body", "body": body})
+            headers = {**headers, "content-type": "application/json"}
+        return status, headers, body
 
-    async def _respond(self, scope: Scope, receive: Receive) -> Response:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if scope["path"] != PATH:
+    def _respond(self, request: Request) -> Response:
+        headers = request.headers
+        if request.path != PATH:
             return _refusal(404, f"chronos serves MCP at POST {PATH}")
         refused = self._foreign(headers)
         if refused:
             return _refusal(403, refused)
-        if scope["method"] != "POST":
+        if request.method != "POST":
             return _refusal(
                 405,
                 f"{PATH} takes POST (one JSON-RPC message); no event stream is served",
@@ -159,12 +149,12 @@ class App:
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_MESSAGE):
             return _too_large()
-        client = (scope.get("client") or ("", 0))[0]
         try:
-            agent = self.access.caller(headers.get("authorization"), client)
+            with self.checking:
+                agent = self.access.caller(headers.get("authorization"), request.client)
         except Denied as denied:
             return _refusal(denied.status, denied.message, denied.headers)
-        body = await _body(receive)
+        body = request.body()
         if body is None:
             return _too_large()
         try:
@@ -182,9 +172,9 @@ class App:
         if isinstance(message, dict) and ("id" not in message or "method" not in message):
             if message.get("jsonrpc") == "2.0":
                 return 202, {}, b""  # (a notification, or a client's response)
-        return await self._answered(agent, headers, message)
+        return self._answered(agent, headers, message)
 
-    async def _answered(self, agent: str, headers: dict[str, str], message: Any) -> Response:
+    def _answered(self, agent: str, headers: dict[str, str], message: Any) -> Response:
         """The reply to a message read, as ``agent``: checked first as its revision asks."""
         version = headers.get("mcp-protocol-version")
         stateless = isinstance(message, dict) and envelope.modern(headers, message)
@@ -197,8 +187,7 @@ class App:
             reply = envelope.unsupported(ident, version)
             return _rpc(400, reply)
         session = version if version in HANDSHAKE_VERSIONS else DEFAULT_VERSION
-        loop = asyncio.get_running_loop()
-        reply = await loop.run_in_executor(self.workers, self.pool.answer, agent, session, message)
+        reply = self.pool.answer(agent, session, message)
         if reply is None:
             return 202, {}, b""
         return _rpc(envelope.status(reply, stateless), reply)
@@ -226,30 +215,3 @@ def _refusal(status: int, message: str, headers: dict[str, str] | None = None) -
 
 def _too_large() -> Response:
     return _refusal(413, f"a message may be at most {MAX_MESSAGE // (1024 * 1024)} MB")
-
-
-async def _body(receive: Receive) -> bytes | None:
-    """The request's body, or None past the limit (the rest isn't kept)."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        event = await receive()
-        if event["type"] == "http.disconnect":
-            return b"".join(parts)
-        chunk = event.get("body", b"")
-        size += len(chunk)
-        if size > MAX_MESSAGE:
-            return None
-        parts.append(chunk)
-        if not event.get("more_body"):
-            return b"".join(parts)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        event = await receive()
-        if event["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif event["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

@@ -1,4 +1,4 @@
-"""Starting ``chronos serve``: the checks before listening, the pool, uvicorn on a socket of
+"""Starting ``chronos serve``: the checks before listening, the pool, ``httpd`` on a socket of
 our own (so the port it got is known before it serves, ``--port 0`` included)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import ipaddress
 import os
 import signal
 import socket
+import ssl
 import sys
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from ..opening import open_folder
 from ..storage.db import Database
 from ..storage.governance import agents
 from .access import GUEST, Access, ensure_guest
-from .core import MAX_MEMORY_MB, MAX_RESULT_CHARS, MAX_ROWS
+from .core import MAX_MEMORY_MB, MAX_MESSAGE, MAX_RESULT_CHARS, MAX_ROWS
 from .http import PATH, App, Pool
 
 TOKEN_VARIABLES = ("CHRONOS_SERVE_TOKEN", "CHRONOS_ADMIN_TOKEN")
@@ -69,7 +70,7 @@ def checked(options: Options) -> Options:
 
 def run(folder: str, options: Options) -> int:
     """Serve until SIGINT or SIGTERM (requests in flight are answered first)."""
-    import uvicorn  # (the server's imports only when serving)
+    from . import httpd  # (the server's imports only when serving)
 
     options = checked(options)
     apsw.hard_heap_limit(options.max_memory_mb * 1024 * 1024)
@@ -86,20 +87,12 @@ def run(folder: str, options: Options) -> int:
     try:
         if options.safe:
             _guest(first)
+        tls = _tls(options.tls_cert, options.tls_key)
         sock = _listen(options.host, options.port)
         access = Access(lookups, options.safe, options.token, options.admin_token)
         app = App(pool, access, loopback(options.host))
-        config = uvicorn.Config(
-            app,
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            ssl_certfile=options.tls_cert,
-            ssl_keyfile=options.tls_key,
-            timeout_keep_alive=30,  # (an idle kept-alive connection closes after 30 s)
-            limit_concurrency=512,  # (past that many connections and requests at once: 503)
-        )
-        scheme = "https" if options.tls_cert else "http"
+        server = httpd.Server(sock, app, MAX_MESSAGE, tls)
+        scheme = "https" if tls else "http"
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         print(
@@ -112,11 +105,16 @@ def run(folder: str, options: Options) -> int:
             file=sys.stderr,
             flush=True,
         )
-        # uvicorn stops on SIGINT and SIGTERM once the requests in flight are answered, then
-        # raises the signal again for the handler it found: a stop asked for is a clean exit
-        stopped = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def stop(_sig: int, _frame: object) -> None:
+            """Stop taking requests, answer those in flight; a second signal ends it at once."""
+            server.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_DFL)
+
+        stopped = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            uvicorn.Server(config).run(sockets=[sock])
+            server.serve()
         finally:
             for sig, handler in stopped.items():
                 signal.signal(sig, handler)
@@ -124,10 +122,6 @@ def run(folder: str, options: Options) -> int:
         pool.close()
         lookups.close()
     return 0
-
-
-def _stopped(_sig: int, _frame: object) -> None:
-    """What a stop signal does once uvicorn has stopped serving: nothing more."""
 
 
 def _guest(db: Database) -> None:
@@ -145,20 +139,34 @@ def _guest(db: Database) -> None:
         )
 
 
+def _tls(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The TLS context of --tls-cert and --tls-key (HTTP/1.1 only), or a refusal to start."""
+    if not (cert and key):
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ChronosError(
+            f"can't use {cert} and {key} for TLS (--tls-cert, --tls-key: PEM files of a "
+            f"certificate and its key): {exc}",
+            BAD_ARGUMENT,
+        ) from None
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket. Made as TCP by name (proto IPPROTO_TCP) with TCP_NODELAY: asyncio
-    sets no-delay only on a connection whose socket says it is TCP, and without it a reply's
-    body waits out the client's delayed ACK (40 ms a call on a kept-alive connection)."""
+    """The listening socket (``httpd`` sets TCP_NODELAY on each connection: without it a reply
+    waits out the client's delayed ACK, 40 ms a call on a kept-alive connection)."""
     bare = host.strip("[]")
     family = socket.AF_INET6 if ":" in bare else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((bare, port))
-        sock.listen(128)
+        sock.listen(512)
     except OSError as exc:
         sock.close()
         raise ChronosError(f"can't listen on {host}:{port}: {exc.strerror}", BAD_ARGUMENT) from None
-    sock.set_inheritable(True)
     return sock
