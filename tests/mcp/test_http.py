@@ -6,7 +6,9 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
 import signal
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -198,6 +200,42 @@ def test_beyond_loopback_needs_a_token_and_tls(shop, flags, words):
         timeout=WAIT_S,
     )
     assert done.returncode != 0 and words in done.stderr, done.stderr
+
+
+def test_tls_with_a_certificate_and_its_key(shop, tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl isn't installed")
+    folder, bot, _off = shop
+    cert, key = str(tmp_path / "c.pem"), str(tmp_path / "k.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", key, "-out", cert],
+        check=True,
+        capture_output=True,
+        timeout=WAIT_S,
+    )
+    with serving(folder, "--tls-cert", cert, "--tls-key", key) as port:
+        trusting = ssl.create_default_context(cafile=cert)
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=WAIT_S, context=trusting)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        for _ in range(2):  # (kept alive)
+            conn.request(
+                "POST",
+                "/mcp",
+                body=json.dumps(ping).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {bot}"},
+            )
+            response = conn.getresponse()
+            assert (response.status, json.loads(response.read())["result"]) == (200, {})
+        conn.close()
+    done = subprocess.run(  # (a key that isn't one: refused before listening)
+        [CHRONOS, "serve", str(folder), "--port", "0", "--tls-cert", cert, "--tls-key", cert],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode != 0 and "can't use" in done.stderr, done.stderr
 
 
 def test_the_stateless_revision_s_envelope_and_headers(shop):
