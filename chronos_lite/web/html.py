@@ -19,7 +19,7 @@ h1{font-size:1.3rem;margin:.2rem 0 1rem}h2{font-size:1.05rem;margin:1.6rem 0 .5r
 nav a{margin-right:1rem}a{color:#1858a8}
 table{border-collapse:collapse;width:100%;background:#fff;margin:.3rem 0}
 th,td{border:1px solid #dde1e6;padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{background:#f0f2f5;font-weight:600}
+th{background:#f0f2f5;font-weight:600}td:first-child{white-space:nowrap}
 code,.v{font:12.5px/1.4 ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 .old{background:#fdecec}.new{background:#e8f6ea}.conflict{background:#fff4d6}
 .note{padding:.6rem .8rem;border-radius:4px;margin:.6rem 0;border:1px solid}

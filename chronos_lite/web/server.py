@@ -151,7 +151,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Location", where)
         self.send_header("Set-Cookie", self.site.access.set_cookie())
         self.send_header("Content-Length", "0")
-        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Referrer-Policy", "same-origin")
         self.end_headers()
 
     def _send(self, status: HTTPStatus, kind: str, body: bytes, csp: str) -> None:
@@ -163,7 +163,7 @@ class Handler(BaseHTTPRequestHandler):
             ("Content-Security-Policy", csp),
             ("X-Content-Type-Options", "nosniff"),
             ("X-Frame-Options", "DENY"),
-            ("Referrer-Policy", "no-referrer"),
+            ("Referrer-Policy", "same-origin"),
         ):
             self.send_header(name, value)
         self.end_headers()

@@ -100,8 +100,9 @@ class Web:
 
 
 def start(folder: Path, *extra: str) -> Web:
-    proc = subprocess.Popen(
-        [CHRONOS, str(folder), "web", "--no-browser", *extra],
+    proc = subprocess.Popen(  # (the folder named as a person would: the page shows its name)
+        [CHRONOS, folder.name, "web", "--no-browser", *extra],
+        cwd=folder.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
