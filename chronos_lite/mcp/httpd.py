@@ -135,7 +135,14 @@ class Server:
                 connection = _Connection(self, conn, str(address[0]), refuse)
                 thread = threading.Thread(target=connection.run, name="chronos-http", daemon=True)
                 self._threads.add(thread)
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError as exc:  # (the system has no thread to give: as a refusal)
+                print(f"chronos serve: can't serve a connection: {exc}", file=sys.stderr)
+                with self._lock:
+                    self._threads.discard(thread)
+                    self._refusing -= refuse
+                conn.close()
 
     def _ended(self, refused: bool) -> None:
         with self._lock:

@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
@@ -245,12 +246,13 @@ def test_past_the_connection_limit_503(monkeypatch):
         assert refused.status == 503 and refused.getheader("retry-after") == "1"
         assert closed(third)
         kept.pop().close()
-        for _ in range(100):  # (its thread ends shortly after the close: then a place is free)
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:  # (its thread ends soon after: a place comes free)
             again = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
             again.request("POST", "/x", body=b"")
             if again.getresponse().status == 200:
                 break
-            threading.Event().wait(0.05)
+            time.sleep(0.05)
         else:
             pytest.fail("no place came free")
 
@@ -301,3 +303,18 @@ def test_tls_and_a_handshake_that_never_comes(certificate, monkeypatch):
         conn.close()
         mute = raw(port)  # (connects, never says hello)
         assert mute.recv(1) == b""
+
+
+def test_no_thread_to_be_had_closes_the_connection_and_serving_goes_on(monkeypatch):
+    with served() as (port, _server, _handler):
+
+        def no_thread(_self: threading.Thread) -> None:
+            raise RuntimeError("can't start new thread")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(threading.Thread, "start", no_thread)
+            refused = raw(port)
+            assert closed(refused)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_S)
+        conn.request("POST", "/x", body=b"after")
+        assert json.loads(conn.getresponse().read())["body"] == "after"
