@@ -241,16 +241,19 @@ class _Connection:
         raise _cut(data)
 
     def read_body(self, request: Request) -> bytes | None:
-        if request.expect and not request.complete:
-            request.expect = False
-            self._send(b"HTTP/1.1 100 Continue\r\n\r\n")
-        while not (request.complete or request.too_large):
-            if self.broken is not None:
-                raise self.broken
-            data = self._recv(request.started + REQUEST_S, False)
-            if not data:
-                raise _cut(data)
-            self._feed(data)
+        try:
+            if request.expect and not request.complete:
+                request.expect = False
+                self._send(b"HTTP/1.1 100 Continue\r\n\r\n")
+            while not (request.complete or request.too_large):
+                if self.broken is not None:
+                    raise self.broken
+                data = self._recv(request.started + REQUEST_S, False)
+                if not data:
+                    raise _cut(data)
+                self._feed(data)
+        except (OSError, ssl.SSLError):  # (not the handler's fault: the connection just ends)
+            raise Abort(0, "the client went away") from None
         return None if request.too_large else b"".join(request.parts)
 
     def _feed(self, data: bytes) -> None:
