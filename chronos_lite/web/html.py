@@ -73,7 +73,8 @@ def pager(path: str, key: str, offset: int, shown: int, total: int, size: int, *
     """``shown`` of ``total`` from ``offset``, with links to the pages before and after."""
     if total <= size and offset == 0:
         return ""
-    parts = [f"<span>{offset + 1 if shown else 0}–{offset + shown} of {total}</span>"]
+    where = f"{offset + 1}–{offset + shown}" if shown else f"none from {offset + 1}"
+    parts = [f"<span>{where} of {total}</span>"]
     if offset > 0:
         parts.append(link(path, "‹ previous", **query, **{key: max(0, offset - size)}))
     if offset + shown < total:

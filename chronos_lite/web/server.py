@@ -72,12 +72,7 @@ class Handler(BaseHTTPRequestHandler):
         if view is None:
             self._plain(HTTPStatus.NOT_FOUND, f"no page {url.path}: the page starts at /")
             return
-        try:
-            title, body = view()
-        except BadQuery as exc:
-            self._plain(HTTPStatus.BAD_REQUEST, str(exc))
-            return
-        self._html(HTTPStatus.OK, title, body)
+        self._page(HTTPStatus.OK, view)
 
     def do_POST(self) -> None:
         url = urlsplit(self.path)
@@ -102,10 +97,21 @@ class Handler(BaseHTTPRequestHandler):
         if outcome.bad_form:
             self._plain(HTTPStatus.BAD_REQUEST, outcome.message)
         elif outcome.done:
-            self._html(HTTPStatus.OK, *pages.overview(self.site.call, said))
+            self._page(HTTPStatus.OK, lambda: pages.overview(self.site.call, said))
         else:  # (the world's page again, as it is now, under the refusal)
             name = form.get("world", [""])[0]
-            self._html(HTTPStatus.CONFLICT, *pages.world(self.site.call, name, 0, 0, said))
+            self._page(HTTPStatus.CONFLICT, lambda: pages.world(self.site.call, name, 0, 0, said))
+
+    def _page(self, status: HTTPStatus, view: Callable[[], tuple[str, str]]) -> None:
+        """A view's page; a wrong address or a read the database refused (busy, say) as text."""
+        try:
+            title, body = view()
+        except BadQuery as exc:
+            self._plain(HTTPStatus.BAD_REQUEST, str(exc))
+        except ChronosError as exc:
+            self._plain(HTTPStatus.SERVICE_UNAVAILABLE, f"chronos: {exc.message} (reload)")
+        else:
+            self._html(status, title, body)
 
     def _allowed(self, query: dict[str, list[str]]) -> bool:
         """The Host is this server on loopback and the secret is there; else refused."""
@@ -114,10 +120,8 @@ class Handler(BaseHTTPRequestHandler):
         if refusal:
             self._plain(HTTPStatus.FORBIDDEN, refusal)
             return False
-        tokens = query.get("token")
-        token = tokens[0] if tokens and len(tokens) == 1 else None
-        if tokens is not None and token is None:
-            token = ""  # (two tokens: none is right)
+        tokens = query.get("token", [])
+        token = tokens[0] if len(tokens) == 1 else ("" if tokens else None)  # (two: neither)
         if not access.has_secret(token, self.headers.get("Cookie")):
             said = "this page needs its secret: open the URL `chronos <folder> web` printed"
             self._plain(HTTPStatus.FORBIDDEN, said)
@@ -129,8 +133,7 @@ class Handler(BaseHTTPRequestHandler):
         if length is None or not length.isdigit():
             self._plain(HTTPStatus.LENGTH_REQUIRED, "a form needs its Content-Length")
             return None
-        if int(length) > MAX_BODY:
-            self.close_connection = True  # (its body is left unread)
+        if int(length) > MAX_BODY:  # (refused unread: a POST's connection closes after it)
             self._plain(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a form is at most {MAX_BODY} bytes")
             return None
         body = self.rfile.read(int(length)).decode("utf-8", "replace")
@@ -156,6 +159,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: HTTPStatus, kind: str, body: bytes, csp: str) -> None:
         self.send_response(status)
+        if self.command == "POST":  # (a refused POST's body is left unread: no next request)
+            self.send_header("Connection", "close")
         for name, value in (
             ("Content-Type", kind),
             ("Content-Length", str(len(body))),
@@ -204,7 +209,8 @@ def run(folder: str, db: Database, port: int, browser: bool) -> int:
         ) from None
     server.daemon_threads = True
     access = Access(port=server.server_address[1])
-    server.RequestHandlerClass = type("Handler", (Handler,), {"site": Site(db, access, folder)})
+    site = Site(db, access, folder)
+    server.RequestHandlerClass = type("Handler", (Handler,), {"site": site})
     print(f"chronos web: the review page of {folder} at {access.url}", flush=True)
     print("(Ctrl-C stops it)", flush=True)
     if browser:
@@ -221,7 +227,8 @@ def run(folder: str, db: Database, port: int, browser: bool) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.server_close()
-    print("chronos web: stopped", flush=True)
+    with site.lock:  # (a call in flight, a merge say, ends before the database closes)
+        print("chronos web: stopped", flush=True)
     return 0
 
 

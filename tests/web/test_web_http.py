@@ -86,8 +86,9 @@ def test_a_change_must_come_from_the_page_itself(crm, serve):
         {"Sec-Fetch-Site": "same-origin", "Origin": "http://evil.example"},
     ]
     for headers in refused:
-        status, _, body = web.request("POST", "/approve", form, Cookie=web.cookie, **headers)
+        status, sent, body = web.request("POST", "/approve", form, Cookie=web.cookie, **headers)
         assert status == 403 and "this page itself" in body, headers
+        assert sent["Connection"] == "close"  # (its body unread: the connection can't go on)
         assert state(crm) == before, headers
     # (a browser's own form says both; Sec-Fetch-Site alone is the page's too)
     status, _, body = web.request(
@@ -186,6 +187,8 @@ def test_a_big_diff_is_paged(crm, serve):
     assert "next ›" not in last.split('id="preview"')[0]
     _, preview = web.get("/world?name=big&poff=20")
     assert "21–40 of 45" in preview.split('id="preview"')[1]
+    _, past = web.get("/world?name=big&doff=100")
+    assert "none from 101 of 45" in past and "‹ previous" in past
 
 
 def test_history_is_paged(crm, serve):
@@ -236,3 +239,13 @@ def test_the_command_line(folder, crm):
     assert bad.returncode == 1 and "--port takes a port up to 65535" in bad.stderr
     bad = run_cli(folder, "web", "--bogus", check=False)
     assert bad.returncode == 1 and "unrecognized arguments: --bogus" in bad.stderr
+
+
+def test_a_read_the_database_refuses_is_said_not_a_crash(crm, serve, folder):
+    web = serve()
+    assert web.get("/")[0] == 200
+    crm.close()
+    (folder / "chronos.db").rename(folder / "moved.db")  # (the file gone under the server)
+    status, body = web.get("/")
+    assert status == 503 and body.startswith("chronos: ") and "(reload)" in body, body
+    (folder / "moved.db").rename(folder / "chronos.db")
