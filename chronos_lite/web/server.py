@@ -10,7 +10,8 @@ import signal
 import sys
 import threading
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,6 +25,8 @@ from . import actions, pages
 from .access import HOST, Access
 from .html import page
 
+STOPS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and a service manager's stop
+DRAIN_SECONDS = 60.0  # how long a stop waits for the answers being written
 MAX_BODY = 16 * 1024  # a form of a few fields; anything bigger is refused unread
 CSP = (
     "default-src 'none'; style-src 'nonce-{n}'; script-src 'nonce-{n}'; form-action 'self'; "
@@ -32,16 +35,42 @@ CSP = (
 
 
 class Site:
-    """The open database and what every request shares: one registry call at a time."""
+    """The open database and what every request shares: one registry call at a time, and the
+    requests being answered (a stop lets them finish; none starts after it)."""
 
     def __init__(self, db: Database, access: Access, folder: str) -> None:
         self.db, self.access, self.folder = db, access, folder
         self.lock = threading.Lock()
         self.caller = Caller(name="owner", mode="owner")
+        self.answering = 0
+        self.closing = False
+        self.idle = threading.Condition()
 
     def call(self, name: str, args: dict[str, Any]) -> Reply:
         with self.lock:
             return REGISTRY.call(self.db, name, args, self.caller)
+
+    @contextmanager
+    def answer(self) -> Iterator[bool]:
+        """Around a request's answer: False once the server is stopping (then nothing is
+        written: the client sees the connection close, never half an answer)."""
+        with self.idle:
+            if self.closing:
+                yield False
+                return
+            self.answering += 1
+        try:
+            yield True
+        finally:
+            with self.idle:
+                self.answering -= 1
+                self.idle.notify_all()
+
+    def drain(self, timeout: float) -> None:
+        """Stop taking requests; wait for those being answered (at most ``timeout`` s)."""
+        with self.idle:
+            self.closing = True
+            self.idle.wait_for(lambda: self.answering == 0, timeout)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -50,6 +79,23 @@ class Handler(BaseHTTPRequestHandler):
     site: Site  # (set on the class the server makes)
 
     def do_GET(self) -> None:
+        self._answered(self._get)
+
+    def do_POST(self) -> None:
+        self._answered(self._post)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # (the stdlib's own answers: 501 for another method, 400 for a bad request line)
+        self._answered(lambda: super(Handler, self).send_error(code, message, explain))
+
+    def _answered(self, answer: Callable[[], None]) -> None:
+        with self.site.answer() as open_:
+            if open_:
+                answer()
+            else:
+                self.close_connection = True
+
+    def _get(self) -> None:
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         if not self._allowed(query):
@@ -74,7 +120,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._page(HTTPStatus.OK, view)
 
-    def do_POST(self) -> None:
+    def _post(self) -> None:
         url = urlsplit(self.path)
         if not self._allowed(parse_qs(url.query)):
             return
@@ -193,10 +239,6 @@ def _offset(query: dict[str, list[str]], key: str) -> int:
     return int(text)
 
 
-class Stopped(Exception):
-    """SIGTERM: stop serving as on Ctrl-C."""
-
-
 def run(folder: str, db: Database, port: int, browser: bool) -> int:
     """Serve the page until Ctrl-C or SIGTERM (then exit 0); print its URL, and open it in a
     browser where there is one."""
@@ -211,23 +253,25 @@ def run(folder: str, db: Database, port: int, browser: bool) -> int:
     access = Access(port=server.server_address[1])
     site = Site(db, access, folder)
     server.RequestHandlerClass = type("Handler", (Handler,), {"site": site})
-    print(f"chronos web: the review page of {folder} at {access.url}", flush=True)
-    print("(Ctrl-C stops it)", flush=True)
-    if browser:
-        _open(access.url)
 
     def stop(signum: int, frame: Any) -> None:
-        raise Stopped
+        # (serving ends between requests: an exception raised here could land anywhere, even
+        # in the server's own handling of a request, which would swallow it)
+        threading.Thread(target=server.shutdown, daemon=True).start()
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = {signum: signal.signal(signum, stop) for signum in STOPS}  # (before the URL)
     try:
+        print(f"chronos web: the review page of {folder} at {access.url}", flush=True)
+        print("(Ctrl-C stops it)", flush=True)
+        if browser:
+            _open(access.url)
         server.serve_forever()
-    except (KeyboardInterrupt, Stopped):
-        pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         server.server_close()
-    with site.lock:  # (a call in flight, a merge say, ends before the database closes)
+    site.drain(DRAIN_SECONDS)  # (a request in flight, a merge say, is answered first)
+    with site.lock:  # (and no call runs while the database closes)
         print("chronos web: stopped", flush=True)
     return 0
 

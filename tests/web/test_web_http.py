@@ -5,6 +5,8 @@ changed, once the world moved on), reject; a big diff paged; hostile values show
 from __future__ import annotations
 
 import signal
+import threading
+import time
 from urllib.parse import urlencode
 
 from conftest import bot_writes, held, stop
@@ -227,6 +229,37 @@ def test_ctrl_c_stops_it_with_exit_code_0(crm, serve):
     web = serve()
     assert stop(web, signal.SIGINT) == 0
     assert "stopped" in web.proc.stdout.read()
+
+
+def test_sigterm_while_pages_are_read_stops_it_with_exit_code_0(crm, serve):
+    """Every request gets its whole answer, or none (the connection closes): never half."""
+    held(crm, "w", "insert into users values (4, 'dan', 'd@x')", "delete from users where id = 3")
+    web = serve()
+    answered: list[int] = []
+    broken: list[BaseException] = []
+
+    def read() -> None:  # (bounded: 200 requests at most, or until the server is gone)
+        for i in range(200):
+            try:
+                if i % 2:
+                    answered.append(web.get("/world?name=w")[0])
+                else:
+                    answered.append(web.request("PUT", "/", Cookie=web.cookie)[0])
+            except OSError:  # (refused, or closed before an answer began)
+                return
+            except Exception as exc:  # (half an answer: IncompleteRead)
+                broken.append(exc)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    time.sleep(0.3)
+    assert stop(web) == 0
+    for reader in readers:
+        reader.join(timeout=60)
+    assert not any(reader.is_alive() for reader in readers)
+    assert broken == [] and answered and set(answered) <= {200, 501}
 
 
 def test_the_command_line(folder, crm):
