@@ -5,6 +5,7 @@ changed, once the world moved on), reject; a big diff paged; hostile values show
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 from urllib.parse import urlencode
@@ -282,3 +283,16 @@ def test_a_read_the_database_refuses_is_said_not_a_crash(crm, serve, folder):
     status, body = web.get("/")
     assert status == 503 and body.startswith("chronos: ") and "(reload)" in body, body
     (folder / "moved.db").rename(folder / "chronos.db")
+
+
+def test_a_port_in_use_or_a_folder_that_isnt_a_database_is_said(folder, crm, tmp_path):
+    crm.close()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        bad = run_cli(folder, "web", "--no-browser", "--port", port, check=False)
+    assert bad.returncode == 1
+    assert f"can't listen on 127.0.0.1:{port}" in bad.stderr and "another port" in bad.stderr
+    bad = run_cli(tmp_path / "none", "web", "--no-browser", check=False)
+    assert bad.returncode == 1 and "is not a chronos database" in bad.stderr
