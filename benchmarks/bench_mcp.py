@@ -803,9 +803,10 @@ def main(argv: list[str] | None = None) -> int:
             floor_script = work / "floor_server.py"
             floor_script.write_text(FLOOR_SERVER)
 
-        commands = {"chronos": [CHRONOS, "mcp", str(folder)]}
+        # (each its own process on the file, as the reference is: none joins another)
+        commands = {"chronos": [CHRONOS, "mcp", str(folder), "--no-join"]}
         if args.agent:
-            commands["agent"] = [CHRONOS, "mcp", str(folder), "--agent", AGENT]
+            commands["agent"] = [CHRONOS, "mcp", str(folder), "--agent", AGENT, "--no-join"]
         if exe is not None:
             commands["reference"] = [str(exe), "--db-path", str(copy)]
         commands["floor"] = [sys.executable, str(floor_script), str(copy)]

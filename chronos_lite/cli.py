@@ -146,9 +146,11 @@ def _shell(folder: str, argv: list[str]) -> int:
     with open_folder(folder, keep_temp=True) as db:  # (a session: TEMP objects last)
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
         if script is None:
+            from .mcp.host import hosting
             from .shell import repl  # prompt_toolkit only for the prompt
 
-            return repl.run(shell, folder, config.history_path(), settings.startup)
+            with hosting(folder, "the shell"):  # a chronos mcp started meanwhile joins it
+                return repl.run(shell, folder, config.history_path(), settings.startup)
         try:
             return 0 if all(shell.run_script(text, name, True) for name, text in script) else 1
         finally:
@@ -176,10 +178,11 @@ def _mcp(argv: list[str]) -> int:
     parser.add_argument("--allow-merge", action="store_true")
     parser.add_argument("--agent", default=None)
     parser.add_argument("-b", "--branch", default=None)
+    parser.add_argument("--no-join", action="store_true")
     ns = _limits(parser).parse_intermixed_args(argv)
-    from .mcp import core, stdio  # the server's imports only when serving
+    from .mcp import core, start  # the server's imports only when serving
 
-    return stdio.run(
+    return start.run(
         ns.folder,
         ns.allow_merge,
         ns.agent,
@@ -187,6 +190,7 @@ def _mcp(argv: list[str]) -> int:
         max_query_ms=ns.max_query_ms,
         max_memory_mb=ns.max_memory_mb,
         max_result_chars=ns.max_result_chars or core.MAX_RESULT_CHARS,
+        join=not ns.no_join,
     )
 
 

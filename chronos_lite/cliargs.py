@@ -172,12 +172,15 @@ def help_text(folder: str, words: list[str]) -> str:
     return "\n".join(lines)
 
 
-MCP_HELP = """usage: chronos mcp <folder> [--allow-merge | --agent NAME] [-b BRANCH]
+MCP_HELP = """usage: chronos mcp <folder> [--allow-merge | --agent NAME] [-b BRANCH] [--no-join]
                     [--max-query-ms MS] [--max-memory-mb MB] [--max-result-chars N]
 
 Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio, one message per
 line (protocol 2025-06-18 and 2025-11-25 through initialize, 2026-07-28 stateless). Give the
-folder as an absolute path: the client picks the working directory.
+folder as an absolute path: the client picks the working directory. When chronos serve, the
+shell or another chronos mcp has the folder open, the session joins that process over the
+folder's socket (chronos.sock) with the modes given here; else this process opens the folder
+and hosts it for the next one.
 
   (default)               safe mode: the agent reads every branch and forks; it writes only
                           on the branches it forked in this session; merge isn't listed (a
@@ -188,11 +191,12 @@ folder as an absolute path: the client picks the working directory.
                           across sessions, its calls in the audit trail; an unknown or
                           disabled agent is refused at start. It wins over --allow-merge
   -b BRANCH               the branch must exist (tools name their own branch; default main)
+  --no-join               serve the session in this process, neither joining nor hosting
   --max-query-ms MS       each call's time limit (default 30000 in safe mode and for an
                           agent, none with --allow-merge; 0: none); a call past it is rolled
                           back; an agent's max_query_ms holds where it is less
-  --max-memory-mb MB      SQLite's memory for the server (default 256); a call that needs
-                          more fails, the server goes on
+  --max-memory-mb MB      SQLite's memory for the server (default 256; a joined session's is
+                          its host's); a call that needs more fails, the server goes on
   --max-result-chars N    characters a result may take (default 24000); a longer one is cut
                           and says how to page on
 

@@ -17,16 +17,13 @@ time, as between processes).
 from __future__ import annotations
 
 import json
-import queue
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ChronosError
 from ..operations.registry import Caller
-from ..storage.db import Database
 from . import envelope
 from .access import Access, Denied
 from .core import (
@@ -43,29 +40,26 @@ from .core import (
     rpc_error,
 )
 from .httpd import Request, Response
+from .pool import Databases
 
 PATH = "/mcp"
 
 
 @dataclass
 class Pool:
-    """Databases on the folder, each used by one call at a time, and on each the callers (one
-    per agent: its rights as last read) and their MCP servers."""
+    """The folder's databases (``pool.Databases``: also those of the sessions joined over the
+    folder's socket), and on each the callers (one per agent: its rights as last read) and
+    their MCP servers."""
 
     folder: str
-    open_db: Callable[[], Database]
+    databases: Databases
     limits: dict[str, Any]
-    size: int = 4
-    free: queue.SimpleQueue[Database] = field(default_factory=queue.SimpleQueue)
-    made: list[Database] = field(default_factory=list)
     servers: dict[tuple[int, str], Server] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)  # (one opens the last one)
 
     def answer(self, agent: str, version: str, message: Any) -> Any:
         """The reply to one message from ``agent``, on a database of the pool (a connection
         thread's call; it waits for a database while all are in use)."""
-        db = self._take()
-        try:
+        with self.databases.lease() as db:
             server = self.servers.get((id(db), agent))
             if server is None:
                 try:
@@ -77,28 +71,6 @@ class Pool:
             reply = server.answer(message)
             server.between_messages()
             return reply
-        finally:
-            self.free.put(db)
-
-    def add(self, db: Database) -> None:
-        """A database opened already (the one the server checked the folder with)."""
-        self.made.append(db)
-        self.free.put(db)
-
-    def _take(self) -> Database:
-        try:
-            return self.free.get_nowait()
-        except queue.Empty:
-            with self.lock:
-                if len(self.made) < self.size:
-                    db = self.open_db()
-                    self.made.append(db)
-                    return db
-        return self.free.get()
-
-    def close(self) -> None:
-        for db in self.made:
-            db.close()
 
 
 class App:

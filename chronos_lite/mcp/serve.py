@@ -19,7 +19,9 @@ from ..storage.db import Database
 from ..storage.governance import agents
 from .access import GUEST, Access, ensure_guest
 from .core import MAX_MEMORY_MB, MAX_MESSAGE, MAX_RESULT_CHARS, MAX_ROWS
+from .host import Host
 from .http import PATH, App, Pool
+from .pool import Databases
 
 TOKEN_VARIABLES = ("CHRONOS_SERVE_TOKEN", "CHRONOS_ADMIN_TOKEN")
 
@@ -80,8 +82,10 @@ def run(folder: str, options: Options) -> int:
         "max_chars": options.max_result_chars,
         "max_query_ms": options.max_query_ms,
     }
-    pool = Pool(str(folder), lambda: open_folder(folder), limits, size=options.pool)
-    pool.add(first)
+    databases = Databases(lambda: open_folder(folder), options.pool)
+    databases.add(first)
+    pool = Pool(str(folder), databases, limits)
+    folder_host: Host | None = None
     lookups = apsw.Connection(str(first.path), flags=apsw.SQLITE_OPEN_READONLY)
     lookups.set_busy_timeout(5000)
     try:
@@ -92,6 +96,8 @@ def run(folder: str, options: Options) -> int:
         access = Access(lookups, options.safe, options.token, options.admin_token)
         app = App(pool, access, loopback(options.host))
         server = httpd.Server(sock, app, MAX_MESSAGE, tls)
+        # a chronos mcp started on the folder while this serves joins it, on its databases
+        folder_host = Host.start(str(folder), "chronos serve", lambda: databases)
         scheme = "https" if tls else "http"
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -119,7 +125,9 @@ def run(folder: str, options: Options) -> int:
             for sig, handler in stopped.items():
                 signal.signal(sig, handler)
     finally:
-        pool.close()
+        if folder_host is not None:
+            folder_host.close()  # (its sessions' calls in flight answered first)
+        databases.close()
         lookups.close()
     return 0
 

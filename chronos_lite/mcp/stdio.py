@@ -1,4 +1,5 @@
-"""``chronos mcp <folder>``: the MCP server over stdio, one JSON-RPC message per line.
+"""The MCP server over stdio, one JSON-RPC message per line (``chronos mcp``, and each session
+joined over a folder's socket).
 
 A reader thread keeps reading stdin while a call runs, so ``notifications/cancelled`` stops the
 call it names at once (it rolls back, and gets no reply, as the spec asks); a request cancelled
@@ -11,21 +12,15 @@ from __future__ import annotations
 import json
 import os
 import queue
-import sys
 import threading
 from typing import Any, BinaryIO
 
-import apsw
-
-from ..opening import open_folder
 from ..operations.registry import Caller
 from ..storage.db import Database
 from .core import (
     CANCELLED,
     INVALID_REQUEST,
-    MAX_MEMORY_MB,
     MAX_MESSAGE,
-    MAX_RESULT_CHARS,
     MAX_ROWS,
     Server,
     encode,
@@ -119,30 +114,3 @@ def session_caller(
         return Caller(name="owner", mode="owner", **limits)
     # (os.urandom is what secrets.token_hex reads; secrets would import random, hmac, hashlib)
     return Caller(name=f"safe:{os.urandom(3).hex()}", mode="safe", **limits)
-
-
-def run(
-    folder: str,
-    allow_merge: bool,
-    agent: str | None,
-    branch: str | None,
-    max_query_ms: int | None = None,
-    max_memory_mb: int = MAX_MEMORY_MB,
-    max_result_chars: int = MAX_RESULT_CHARS,
-) -> int:
-    """Start serving (the ``chronos mcp`` command); refusals before serving raise ChronosError.
-    ``max_query_ms``: each call's time limit (None: safe mode's 30 s, none for the owner; 0:
-    none); ``max_memory_mb``: SQLite's heap for the process; ``max_result_chars``: a result's
-    budget."""
-    apsw.hard_heap_limit(max_memory_mb * 1024 * 1024)  # a call past it fails, the server lives
-    db = open_folder(folder)  # (each call is its own session, as the spec has it: no TEMP kept)
-    try:
-        if branch not in (None, "main"):
-            db.world(branch)  # the branch must exist
-        caller = session_caller(db, allow_merge, agent, max_query_ms, max_result_chars)
-        out = sys.stdout.buffer
-        sys.stdout = sys.stderr  # stdout carries protocol messages only: a stray print goes to logs
-        serve(Server(db, caller, str(folder)), sys.stdin.buffer, out)
-    finally:
-        db.close()
-    return 0

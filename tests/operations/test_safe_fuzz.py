@@ -394,11 +394,15 @@ def untouchable(folder: Path) -> dict:
 
 
 # Safe mode, and a named agent with a coding agent's usual rights (the spec's production set):
-# both may change only their own worlds. Over stdio (chronos mcp) and over HTTP (chronos serve:
-# the agent by its token, and under --safe the guest, without one).
+# both may change only their own worlds. Over stdio (chronos mcp), joined to a process that has
+# the folder open as its owner (a chronos mcp --allow-merge hosting it: its socket gives the
+# joined session none of its rights), and over HTTP (chronos serve: the agent by its token, and
+# under --safe the guest, without one).
 MODES = {
     "safe": (),
     "agent": ("--agent", "coder"),
+    "joined safe": ("joined",),
+    "joined agent": ("joined", "--agent", "coder"),
     "http agent": ("http",),
     "http guest": ("http", "--safe"),
 }
@@ -435,15 +439,23 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server | HttpServer, Path
     if mode[:1] == ("http",):
         token = coder if request.param == "http agent" else None
         server: Server | HttpServer = HttpServer(folder, *mode[1:], *flags, token=token)
+    elif mode[:1] == ("joined",):
+        host = Server(folder, "--allow-merge")
+        host.initialize()  # (it has the folder open: the next chronos mcp joins it)
+        server = Server(folder, *mode[1:], *flags)
     else:
         server = Server(folder, *mode, *flags)
     try:
         server.initialize()
+        if mode[:1] == ("joined",):
+            assert (folder / "chronos.sock").exists()
         assert server.call("fork", {"name": "mine"})["isError"] is False
         yield server, folder, untouchable(folder)
         assert server.close() == 0
     finally:
         server.kill()
+        if mode[:1] == ("joined",):
+            host.kill()
 
 
 @example_settings(EXAMPLES, fixture=True, keep=False)
