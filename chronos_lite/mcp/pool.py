@@ -4,7 +4,6 @@ what it learns (tables, worlds, search indexes) for the calls after it, whoever 
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,19 +14,21 @@ from ..storage.db import Database
 class Databases:
     """At most ``size`` databases, opened as calls need them; a call beyond them waits for one
     to be free (SQLite serves readers side by side and one writer at a time, as between
-    processes)."""
+    processes). The one freed last is taken first: its caches are the warmest."""
 
     def __init__(self, open_db: Callable[[], Database], size: int = 4) -> None:
         self.open_db, self.size = open_db, size
-        self._free: queue.SimpleQueue[Database] = queue.SimpleQueue()
+        self._free: list[Database] = []
         self._made: list[Database] = []
-        self._lock = threading.Lock()  # (two threads mustn't both open the last one)
+        self._opening = 0  # (opened outside the lock: they count against the size meanwhile)
+        self._changed = threading.Condition()
 
     def add(self, db: Database) -> None:
         """A database opened already (the one a server checked its folder with)."""
-        with self._lock:
+        with self._changed:
             self._made.append(db)
-        self._free.put(db)
+            self._free.append(db)
+            self._changed.notify()
 
     @contextmanager
     def lease(self) -> Iterator[Database]:
@@ -36,23 +37,30 @@ class Databases:
         try:
             yield db
         finally:
-            self._free.put(db)
+            with self._changed:
+                self._free.append(db)
+                self._changed.notify()
 
     def _take(self) -> Database:
+        with self._changed:
+            while not self._free and len(self._made) + self._opening >= self.size:
+                self._changed.wait()
+            if self._free:
+                return self._free.pop()
+            self._opening += 1
+        db: Database | None = None
         try:
-            return self._free.get_nowait()
-        except queue.Empty:
-            with self._lock:
-                opening = len(self._made) < self.size
-                if opening:
-                    db = self.open_db()
+            db = self.open_db()
+            return db
+        finally:
+            with self._changed:
+                self._opening -= 1
+                if db is not None:
                     self._made.append(db)
-            if opening:
-                return db
-        return self._free.get()
+                self._changed.notify()
 
     def close(self) -> None:
-        with self._lock:
-            made, self._made = self._made, []
+        with self._changed:
+            made, self._made, self._free = self._made, [], []
         for db in made:
             db.close()
