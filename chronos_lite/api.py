@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .merge import apply as merge_apply
     from .merge import diff as merge_diff
     from .search.find import Found
-    from .statements import loading, sqlrun
+    from .statements import loading, simulation, sqlrun
 
 
 def _id(value: Any) -> str:
@@ -233,6 +233,34 @@ class Chronos:
         return self._value(
             "rebase", branch=branch, resolve=resolve, by_columns=by_columns, rows=rows
         )
+
+    def simulate(
+        self,
+        worlds: int,
+        prefix: str,
+        script: str,
+        score: str,
+        *,
+        source: str = "main",
+        keep: int | str = "all",
+        order: str = "desc",
+        seed: int = 0,
+        threads: int = 0,
+    ) -> simulation.Simulation:
+        """Fork ``worlds`` worlds from ``source`` at one moment, run ``script`` in each
+        (``$1`` its index, ``$2`` its seed; ``random()`` seeded per world), score each with
+        ``score`` and keep the best ``keep`` (or all) as ``<prefix>_<i>``; the rest are
+        discarded. The outcomes best first, the failed last."""
+        given: dict[str, Any] = {"worlds": worlds, "prefix": prefix, "script": script}
+        given.update(score=score, keep=keep, order=order, seed=seed, threads=threads)
+        given["from"] = source
+        return self._value("simulate", **given)
+
+    def replay(self, world: str, keep_as: str | None = None) -> simulation.Replay:
+        """Make a simulated world again from its recorded inputs; whether it comes out
+        identical (``.identical``), and with ``keep_as`` the replay kept under that name."""
+        given: dict[str, Any] = {"world": world, "as": keep_as}
+        return self._value("replay", **given)
 
     def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
         """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""

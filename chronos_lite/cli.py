@@ -269,6 +269,7 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
     the command starts opening the folder until the call ends."""
     opened: list[Any] = []
     progress = BuildProgress()
+    simulating = BuildProgress(lambda what: what)
     canceller = Canceller(lambda: opened and opened[0].interrupt())  # stops SQLite at once
     try:
 
@@ -280,11 +281,18 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
                 from .search.text import PROGRESS  # (imported by the call that may use it)
 
                 shown = PROGRESS.set(progress)  # (a long index build shows a bar)
+                if name == "simulate":  # (and a simulation, its worlds as they are done)
+                    from .statements.simulation import PROGRESS as WORLDS
+
+                    shown_worlds = WORLDS.set(simulating)
                 try:
                     return REGISTRY.call(db, name, args)
                 finally:
                     progress.close()
                     PROGRESS.reset(shown)
+                    if name == "simulate":
+                        simulating.close()
+                        WORLDS.reset(shown_worlds)
 
         return canceller.run(call)
     finally:

@@ -73,6 +73,8 @@ def _parse_value(spec: dict, text: str, name: str) -> Any:
             return None
         kind = next((k for k in kind if k != "null"), None)
         spec = {**spec, "type": kind}
+    if isinstance(kind, list) and "integer" in kind and text.lstrip("-").isdigit():
+        return int(text)  # (an integer or a word: simulate's keep 3, or all)
     if kind in ("object", "array"):
         try:
             return json.loads(text)
