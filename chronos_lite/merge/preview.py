@@ -6,12 +6,10 @@ from collections import Counter
 
 from .. import render
 from ..errors import CONFLICT, ChronosError
-from ..sqltext import name_tokens
 from ..storage.db import Database
-from ..storage.fetch import all_rows
 from ..storage.worlds import World
 from .apply import position, prepare
-from .diff import Diff, page_footer, row_text
+from .diff import page_footer, row_text
 from .request import Options
 from .schema import Step
 from .tally import tally
@@ -140,30 +138,3 @@ def _row(o) -> list:
         row_text(c.theirs),
         result,
     ]
-
-
-def readers(db: Database, d: Diff) -> tuple[str, list[dict]]:
-    """What in the database reads each column the branch changed: views, triggers, indexes."""
-    changed: dict[tuple[str, str], None] = {}
-    for c in d.each():  # (one at a time: a world may have changed many rows)
-        cols = c.fields if c.kind == "update" else c.t.column_names
-        for col in cols:
-            changed[(c.table, col)] = None
-    objects = all_rows(
-        db.main.conn.execute(
-            "select type, name, tbl_name, sql from main.sqlite_schema where type in "
-            "('view', 'trigger', 'index') and sql is not null and name not like '\\_chronos\\_%' "
-            "escape '\\'"
-        )
-    )
-    found = []
-    for kind, name, tbl, sql in objects:
-        words = {w.lower() for w, _, _ in name_tokens(sql)}
-        for table, col in changed:
-            if col.lower() in words and (table.lower() in words or tbl.lower() == table.lower()):
-                found.append({"table": table, "column": col, "reader": name, "kind": kind})
-    rows = [[f["table"], f["column"], f["reader"], f["kind"]] for f in found]
-    head = f"{len(changed)} changed column{'s' if len(changed) != 1 else ''} on {d.branch}"
-    if not rows:
-        return head + "; nothing in the database reads them (no view, trigger or index)", found
-    return head + "; read by:\n" + render.table(["table", "column", "reader", "kind"], rows), found

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..merge import apply as merge_apply
 from ..merge import diff as merge_diff
 from ..merge import preview as merge_preview
+from ..merge import readers as merge_readers
 from ..merge import rebase as merge_rebase
 from ..merge.gate import Gate
 from ..merge.policy import Held
@@ -57,8 +58,8 @@ def _diff_reply(db: Database, args: dict, d: merge_diff.Diff) -> Reply:
     """The diff as text and data: readers, the count, or a page of changes (as SQL)."""
     branch = args["branch"]
     if args.get("readers"):
-        text, found = merge_preview.readers(db, d)
-        return Reply(text, {"branch": branch, "readers": found})
+        text, found = merge_readers.readers(db, d)
+        return Reply(text, {"branch": branch, **found})
     data = {"branch": branch, "count": d.count, "summary": d.summary()}
     if args.get("count"):
         return Reply(d.summary(), data)

@@ -199,6 +199,12 @@ def _check_statement(stmt: str, words: list[str], reads_only: Callable[[str], bo
         )
     if reads_only(op):
         return
+    if op in agentrights.RULE_SETTERS:  # (merge checks, merge policies, declared readers)
+        raise ChronosError(
+            f"safe mode: agents can't change what holds a merge ({' '.join(words)}), so nothing "
+            f"changed: a person runs the statement (chronos <folder> -c, the shell, or its sql)",
+            REFUSED,
+        )
     raise ChronosError(
         f"safe mode: agents can't fork, merge, restore, drop or switch worlds in SQL "
         f"({' '.join(words)}); use the fork tool to fork and the tools on a branch you forked "

@@ -24,7 +24,7 @@ SHOWN = [
         "FIND IN <table> [WHERE (key = value, ...)] [TEXT '<text>'] [VECTOR '<vector>' IN "
         "<vector_field>] [LIMIT <n>] [OFFSET <n>] [EF <n>] [ON <branch>]",
     ),
-    ("diff", "DIFF [<branch>] [TO <other>] [AS SQL]"),
+    ("diff", "DIFF [<branch>] [TO <other>] [AS SQL] [READERS]"),
     ("rebase", "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]"),
     ("checkpoint", "CHECKPOINT WORLD <branch> [AS] <checkpoint>"),
     ("rollback", "ROLLBACK WORLD <branch> TO <checkpoint>"),
@@ -49,6 +49,9 @@ SHOWN = [
     ),
     ("drop_merge_check", "DROP MERGE CHECK <name>"),
     ("merge_checks", "SHOW MERGE CHECKS"),
+    ("mark_reader", "MARK READER <name> READS (<table.column>, ...) [CRITICAL]"),
+    ("drop_reader", "DROP READER <name>"),
+    ("readers", "SHOW READERS"),
     ("set_merge_policy", "CREATE MERGE POLICY <name> [WITH (key = value, ...)]"),
     ("set_merge_policy", "ALTER MERGE POLICY <name> SET (key = value, ...)"),
     ("drop_merge_policy", "DROP MERGE POLICY <name> [CASCADE]"),

@@ -138,6 +138,8 @@ VALID = [
     ("DIFF x AS SQL", None, "diff", {"branch": "x", "as_sql": True}),
     ("DIFF x TO main AS SQL", None, "diff", {"branch": "x", "to": "main", "as_sql": True}),
     ("DIFF x AS SQL TO main", None, "diff", {"branch": "x", "to": "main", "as_sql": True}),
+    ("DIFF x READERS", None, "diff", {"branch": "x", "readers": True}),
+    ("diff readers", "w", "diff", {"branch": "w", "readers": True}),
     ("DIFF TO main", "w", "diff", {"branch": "w", "to": "main"}),
     ("diff as sql", "w", "diff", {"branch": "w", "as_sql": True}),
     ("DIFF x TO main@'-5 minutes'", None, "diff", {"branch": "x", "to": "main@-5 minutes"}),
@@ -244,6 +246,21 @@ VALID = [
     ),
     ("DROP MERGE CHECK keep", None, "drop_merge_check", {"name": "keep"}),
     ("show merge checks", None, "merge_checks", {}),
+    # declared readers
+    (
+        "MARK READER billing READS (users.email, users.plan) CRITICAL",
+        None,
+        "mark_reader",
+        {"name": "billing", "reads": ["users.email", "users.plan"], "critical": True},
+    ),
+    (
+        'mark reader r-1 reads ("odd table"."e mail");',
+        None,
+        "mark_reader",
+        {"name": "r-1", "reads": ["odd table.e mail"]},
+    ),
+    ("DROP READER billing", None, "drop_reader", {"name": "billing"}),
+    ("show readers", None, "readers", {}),
     # merge policies, reviews, the mode
     (
         "create merge policy small with (max_rows = 2, max_deletes = 0, review_tables = "
@@ -341,6 +358,9 @@ FULL = [
     "review_columns = 'c.d', schema = false, overwrite = false, require_scope = true, "
     "confirm_deletes_over = 3, reviewer = lead)",
     "DROP MERGE POLICY p CASCADE",
+    "MARK READER r READS (t.a, t.b) CRITICAL",
+    "DROP READER r",
+    "DIFF w READERS",
     "REVIEW WORLD w REJECT REASON 'no'",
     "SET MODE development",
 ]
@@ -368,6 +388,9 @@ CHRONOS = [
     "SHOW TABLES",  # chronos' first word: the parser says what chronos has
     "DIFF",
     "diff w as sql",
+    "MARK READER r READS (t.a)",
+    "drop reader r",
+    "SHOW READERS",
     "REBASE WORLD w",
     "CHECKPOINT WORLD w cp",
     "ROLLBACK WORLD w TO cp",
@@ -404,6 +427,8 @@ SQLITE = [
     "CREATE TABLE agent(a)",
     "create table agents(a)",
     "DROP TABLE agent",
+    "DROP TABLE reader",
+    "select * from readers",
     "ALTER TABLE agent ADD COLUMN b",
     "EXPLAIN SELECT 1",
     "PRAGMA table_info(users)",

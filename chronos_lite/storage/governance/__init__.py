@@ -3,7 +3,8 @@
 ``agents`` (an agent's rights, token hash and quotas), ``policies`` (merge policies),
 ``checks`` (merge checks), ``reviews`` (held merges), ``holds`` (what a world is held to at its
 merge: its fork's scope, rows a rebase took over), ``audit`` (every agent call), ``slots``
-(an agent's concurrent calls) and ``mode`` (development or production).
+(an agent's concurrent calls), ``mode`` (development or production) and ``readers`` (who outside
+the database reads which columns: MARK READER).
 
 Each module owns its table's DDL and reads and writes it. It may import only ``storage.fetch``
 and the shared helpers (``errors``, ``names``): the storage core creates these tables
