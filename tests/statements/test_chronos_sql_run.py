@@ -378,6 +378,8 @@ READ_ONLY = [
     ("DIFF", "w", "1 change on w"),
     ("DIFF w AS SQL", None, "UPDATE"),
     ("DIFF w TO main", None, "1 change on w -> main"),
+    ("DIFF w READERS", None, "1 changed column on w"),
+    ("SHOW READERS", None, "name | reads | critical"),
     ("MERGE WORLD w DRY RUN", None, "w is at version"),
     ("merge world w resolve ours dry run", None, "w is at version"),
 ]
@@ -418,6 +420,28 @@ def test_safe_mode_refuses_what_changes_worlds(agent_shop, stmt):
     assert info.value.code == "42501"
     assert info.value.message.startswith("safe mode: agents can't fork, merge, restore")
     assert state(agent_shop) == before
+
+
+# What holds a merge (merge checks, merge policies, declared readers): a person's.
+RULE_SETTERS = [
+    "MARK READER r READS (users.name) CRITICAL",
+    "DROP READER r",
+    "CREATE MERGE CHECK k AS select 1 where 0",
+    "DROP MERGE CHECK k",
+    "CREATE MERGE POLICY p WITH (critical = true)",
+    "DROP MERGE POLICY p",
+]
+
+
+@pytest.mark.parametrize("stmt", RULE_SETTERS)
+def test_safe_mode_refuses_what_holds_a_merge(agent_shop, stmt):
+    agent_shop.sql("MARK READER r READS (users.email)")
+    before = state(agent_shop), agent_shop.call("readers").data
+    with pytest.raises(ChronosError) as info:
+        agent_shop.call("sql", caller=Caller(mode="safe"), sql=stmt)
+    assert info.value.code == "42501"
+    assert info.value.message.startswith("safe mode: agents can't change what holds a merge (")
+    assert (state(agent_shop), agent_shop.call("readers").data) == before
 
 
 def test_safe_mode_refuses_them_on_the_agents_own_world(agent_shop):
