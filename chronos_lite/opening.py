@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 
+import apsw
+
 from . import vtab
 from .history import prune
+from .storage import more
 from .storage.db import Database
 
 
@@ -26,3 +29,19 @@ def open_folder(folder: str | os.PathLike, *, keep_temp: bool = False) -> Databa
         database.close()
         raise
     return database
+
+
+def open_more(database: Database, on_connect: more.Hook | None = None) -> Database:
+    """Another database on an open one's folder, for a thread of a call's own: its connections
+    get the system tables, then ``on_connect``; each call its own session; no pruning (the
+    first did that)."""
+
+    def connected(db: Database, conn: apsw.Connection) -> None:
+        vtab.register(db, conn)
+        if on_connect is not None:
+            on_connect(conn)
+
+    return Database(database.folder, on_connect=connected, keep_temp=False)
+
+
+more.register(open_more)

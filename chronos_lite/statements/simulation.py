@@ -34,7 +34,7 @@ import apsw
 from .. import names, sqltext
 from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from ..merge import diff as merge_diff
-from ..storage import guard, lifecycle, limits, moments
+from ..storage import guard, lifecycle, limits, moments, more
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.faults import QUERY_CANCELED as STOPPED
@@ -319,14 +319,7 @@ def _remaining_ms(db: Database) -> int | None:
 def _private(db: Database, remaining_ms: int | None) -> Database:
     """A database of the simulation's own on the folder: its connections' ``random()`` the
     seeded one, the call's time limit left its limit."""
-    hook = db._on_connect  # (the opening's: the system tables on each connection)
-
-    def connected(own: Database, conn: apsw.Connection) -> None:
-        if hook is not None:
-            hook(own, conn)
-        seeded.install(conn)
-
-    own = Database(db.folder, on_connect=connected, keep_temp=False)
+    own = more.another(db, seeded.install)
     own.bounds.begin(limits.Limits(ms=remaining_ms, ms_from=db.bounds.limit_from))
     return own
 
