@@ -35,22 +35,35 @@ WHAT = "declared readers"
 )
 def readers_op(db: Database, args: Args, caller: Caller) -> Reply:
     found = readers.listing(db.main.conn)
+    have = {f"{name}.{c}".lower() for name, (_n, t) in db.tables().items() for c in t.column_names}
+    gone = [[c for c in r.columns if c.lower() not in have] for r in found]
     rows = [
         [
             r.name,
-            ", ".join(r.columns),
+            ", ".join(f"{c} (gone)" if c in missing else c for c in r.columns),
             "yes" if r.critical else "no",
             moments.show_moment(r.created),
         ]
-        for r in found
+        for r, missing in zip(found, gone, strict=True)
     ]
     text = render.table(COLUMNS, rows)
     if not found:
         text += "\n(no readers: MARK READER <name> READS (table.column, ...) declares one)"
+    if any(gone):
+        text += (
+            "\n(gone: main has no such column now, renamed or dropped since the reader was "
+            "marked; DROP READER and MARK READER it again with the columns it reads now)"
+        )
     data = {
         "readers": [
-            {"name": r.name, "reads": list(r.columns), "critical": r.critical, "created": row[3]}
-            for r, row in zip(found, rows, strict=True)
+            {
+                "name": r.name,
+                "reads": list(r.columns),
+                "critical": r.critical,
+                "created": row[3],
+                "gone": missing,
+            }
+            for r, row, missing in zip(found, rows, gone, strict=True)
         ]
     }
     return Reply(text, data, (COLUMNS, rows))

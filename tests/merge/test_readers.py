@@ -275,3 +275,15 @@ def test_a_file_made_before_readers_gets_their_table(folder):
     with chronos_lite.open(folder) as db:
         db.sql("MARK READER billing READS (users.email) CRITICAL")
         assert db.call("readers").data["readers"][0]["critical"] is True
+
+
+def test_a_column_gone_since_the_reader_was_marked_is_said(shop):
+    shop.sql("MARK READER billing READS (users.email, users.plan) CRITICAL")
+    shop.sql("alter table users rename column plan to tier")
+    reply = shop.call("readers")
+    assert reply.table[1][0][1] == "users.email, users.plan (gone)"
+    assert reply.data["readers"][0]["gone"] == ["users.plan"]
+    assert "DROP READER and MARK READER it again" in reply.text
+    shop.sql("DROP READER billing")
+    shop.sql("MARK READER billing READS (users.email, users.tier) CRITICAL")
+    assert shop.call("readers").data["readers"][0]["gone"] == []
