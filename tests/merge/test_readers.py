@@ -287,3 +287,20 @@ def test_a_column_gone_since_the_reader_was_marked_is_said(shop):
     shop.sql("DROP READER billing")
     shop.sql("MARK READER billing READS (users.email, users.tier) CRITICAL")
     assert shop.call("readers").data["readers"][0]["gone"] == []
+
+
+def test_sql_reads_the_readers_table_but_only_the_statements_change_it(shop):
+    shop.sql("MARK READER billing READS (users.email) CRITICAL")
+    viewer = shop.as_agent("viewer")
+    rows = shop.call("sql", viewer, sql="select name, critical from _chronos_readers").data
+    assert rows["results"][0]["rows"] == [["billing", 1]]
+    for caller in (None, viewer, shop.as_agent("boss")):
+        for sql in (
+            "update _chronos_readers set critical = 0",
+            "delete from _chronos_readers",
+            "insert into _chronos_readers values ('x', '[\"users.name\"]', 1, 0)",
+        ):
+            with pytest.raises(ChronosError, match="chronos' own tables") as info:
+                shop.call("sql", caller, sql=sql)
+            assert info.value.code == "42501"
+    assert show(shop)[0][:3] == ["billing", "users.email", "yes"]
