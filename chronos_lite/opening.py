@@ -9,12 +9,13 @@ once an hour), and TEMP objects kept or dropped after each call as the front end
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import apsw
 
 from . import vtab
 from .history import prune
-from .storage import more
+from .statements import more
 from .storage.db import Database
 
 
@@ -22,7 +23,7 @@ def open_folder(folder: str | os.PathLike, *, keep_temp: bool = False) -> Databa
     """The database in ``folder`` (made by ``chronos init``). ``keep_temp``: TEMP objects a call
     makes last past it (a program's connection, the shell), else each call is its own session
     (MCP and HTTP, as the spec has it)."""
-    database = Database(folder, on_connect=vtab.register, keep_temp=keep_temp)
+    database = _database(folder, vtab.register, keep_temp)
     try:
         prune.prune_if_due(database)
     except BaseException:
@@ -41,7 +42,13 @@ def open_more(database: Database, on_connect: more.Hook | None = None) -> Databa
         if on_connect is not None:
             on_connect(conn)
 
-    return Database(database.folder, on_connect=connected, keep_temp=False)
+    return _database(database.folder, connected, False)
+
+
+def _database(
+    folder: str | os.PathLike, hook: Callable[[Database, apsw.Connection], None], keep_temp: bool
+) -> Database:
+    return Database(folder, on_connect=hook, keep_temp=keep_temp)
 
 
 more.register(open_more)

@@ -22,6 +22,7 @@ MODULES: dict[str, str] = {
     **_each("data", "delete"),
     **_each("branches", "fork", "set_meta", "branches", "discard"),
     **_each("merging", "diff", "merge", "merge_preview", "rebase"),
+    **_each("simulating", "simulate", "replay"),
     **_each("policies", "merge_policies", "check_merge_policy", "set_merge_policy"),
     **_each("policies", "drop_merge_policy"),
     **_each("reviewing", "reviews", "review"),

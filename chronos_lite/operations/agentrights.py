@@ -105,6 +105,12 @@ def check(db: Database, name: str, read_only: bool, args: Args, caller: Caller) 
     elif name == "fork":
         _need(caller, {"fork"}, "fork a world")
         _need_read(db, args, caller, "from")
+    elif name in ("simulate", "replay"):  # (forks worlds, its own, and writes them)
+        _need(caller, {"fork", "write_own"}, f"{name} (it forks worlds and writes them)")
+        if name == "simulate":
+            _need_read(db, args, caller, "from")
+        elif "read" not in rights and db.world(args["world"]).owner != caller.name:
+            raise _refused(caller, f"replay {args['world']}", "read", _OWN_HINT)
     elif name == "merge":
         _need_merge(db, args, caller)
     elif name in ("restore", "rollback"):

@@ -42,6 +42,13 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
         "rebase",
         "REBASE WORLD <branch> [AT VERSION <n:version:int>] [RESOLVE ours|theirs] [BY COLUMNS]",
     ),
+    (
+        "simulate",
+        "SIMULATE <n:worlds:int> WORLDS PREFIX <prefix> SCRIPT '<script>' SCORE '<score>' "
+        "[FROM <branch:from>] [KEEP <n:keep:int>] [ORDER asc|desc] [SEED <n:seed:int>] "
+        "[THREADS <n:threads:int>]",
+    ),
+    ("replay", "REPLAY WORLD <world> [AS <name:as>]"),
     ("checkpoint", "CHECKPOINT WORLD <branch> [AS] <checkpoint:name>"),
     ("rollback", "ROLLBACK WORLD <branch> TO <checkpoint>"),
     ("restore", "RESTORE WORLD <branch> TO|AT '<moment:at>'"),

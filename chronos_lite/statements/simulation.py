@@ -34,12 +34,12 @@ import apsw
 from .. import names, sqltext
 from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from ..merge import diff as merge_diff
-from ..storage import guard, lifecycle, limits, moments, more
+from ..storage import guard, lifecycle, limits, moments
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
 from ..storage.faults import QUERY_CANCELED as STOPPED
 from ..storage.worlds import World
-from . import budget, chronos_sql, seeded, sqlrun
+from . import budget, chronos_sql, more, seeded, sqlrun
 
 META_KEY = "simulation"  # a kept world's meta: the inputs that make it again
 SHOWN = 20  # worlds a reply lists, best first

@@ -20,6 +20,8 @@ from chronos_lite.api import Chronos
 from chronos_lite.storage.worlds import World
 
 BOT = ["read", "fork", "write_own", "merge_own"]
+SIM_SCRIPT = "update users set name = name || (abs(random()) % 10) where id = 1"
+SIM_SCORE = "select length(name) + unicode(substr(name, -1)) from users where id = 1"
 
 
 def build(folder: Path) -> Chronos:
@@ -50,7 +52,7 @@ def state(db: Chronos, folder: Path) -> dict[str, Any]:
     """What a call may change: each branch's rows, the branches, and the events (but when)."""
     branches = db.database.worlds()
     out: dict[str, Any] = {
-        "branches": [(w.name, w.parent, w.meta, w.owner, w.version) for w in branches]
+        "branches": [(w.name, w.parent, _meta(w.meta), w.owner, w.version) for w in branches]
     }
     for name in ["main", *(w.name for w in branches)]:
         for table in sorted(db.database.tables_for(db.database.resolve(name))):
@@ -207,6 +209,36 @@ CASES: dict[str, tuple[Call, Call]] = {
         lambda db: db.rebase("c"),
         lambda db: db.call("rebase", branch="c"),
     ),
+    "simulate": (
+        lambda db: db.simulate(3, "s", SIM_SCRIPT, SIM_SCORE, keep=2, seed=4, threads=1),
+        lambda db: db.call(
+            "simulate",
+            worlds=3,
+            prefix="s",
+            script=SIM_SCRIPT,
+            score=SIM_SCORE,
+            keep=2,
+            seed=4,
+            threads=1,
+        ),
+    ),
+    "simulate refused: no such branch": (
+        lambda db: db.simulate(1, "s", SIM_SCRIPT, SIM_SCORE, source="nope"),
+        lambda db: db.call(
+            "simulate", worlds=1, prefix="s", script=SIM_SCRIPT, score=SIM_SCORE, **{"from": "nope"}
+        ),
+    ),
+    "replay": (
+        lambda db: (db.simulate(2, "s", SIM_SCRIPT, SIM_SCORE, keep=1), db.replay("s_1", "r"))[1],
+        lambda db: (
+            db.call("simulate", worlds=2, prefix="s", script=SIM_SCRIPT, score=SIM_SCORE, keep=1),
+            db.call("replay", world="s_1", **{"as": "r"}),
+        )[1],
+    ),
+    "replay refused: not simulated": (
+        lambda db: db.replay("w"),
+        lambda db: db.call("replay", world="w"),
+    ),
 }
 
 # methods not an operation's: the registry's own way in, and a connection's set-up
@@ -238,13 +270,24 @@ def test_a_method_does_what_its_operation_does(tmp_path, case):
         assert state(a, tmp_path / "a") == state(b, tmp_path / "b")
 
 
+def _meta(meta: dict) -> dict:
+    """A world's meta but the moment a simulation forked it at (each run its own)."""
+    if "simulation" not in meta:
+        return meta
+    return {**meta, "simulation": {k: v for k, v in meta["simulation"].items() if k != "at"}}
+
+
 def _comparable(value: Any) -> Any:
     """An engine object as what it says (plans and outcomes hold connections and sessions;
     a world's wid and time are its own)."""
     if isinstance(value, list):
         return [_comparable(v) for v in value]
     if isinstance(value, World):
-        return (value.name, value.parent, value.meta, value.owner, value.version)
+        return (value.name, value.parent, _meta(value.meta), value.owner, value.version)
+    if hasattr(value, "kept") and hasattr(value, "base"):  # a Simulation (its ms its own)
+        return [(o.name, o.index, o.seed, o.score, o.error, o.kept) for o in value.outcomes]
+    if hasattr(value, "recorded"):  # a Replay
+        return (value.world, value.differ, value.score, value.recorded, value.kept_as)
     if hasattr(value, "results"):  # a SqlOutcome
         return [(r.sql, r.columns, r.rows, r.tag) for r in value.results]
     if hasattr(value, "outcomes"):  # a merge's Plan

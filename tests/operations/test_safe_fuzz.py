@@ -250,6 +250,7 @@ def tool_call(draw) -> tuple[str, dict]:
                 "merge_checks", "set_merge_check", "drop_merge_check",
                 "merge_policies", "check_merge_policy", "set_merge_policy",
                 "drop_merge_policy", "reviews", "review",
+                "simulate", "replay",
             ]
         )
     )  # fmt: skip
@@ -283,6 +284,33 @@ def tool_call(draw) -> tuple[str, dict]:
         }
     if tool == "fork":
         return tool, {"name": draw(st.sampled_from(["f1", "f2", "outside", "main"])), "from": b}
+    if tool == "simulate":  # (its script as hostile as sql's; its worlds the session's own)
+        return tool, {
+            "worlds": draw(st.sampled_from([1, 2, 3, 0])),
+            "prefix": draw(st.sampled_from(["s", "mine", "outside", "x y", "a@b"])),
+            "script": draw(sql_text()),
+            "score": draw(
+                st.sampled_from(
+                    [
+                        "select count(*) from users",
+                        "select sum(qty) from orders where id < $1 + 10",
+                        "delete from users returning 1",
+                        "select * from users",
+                        "attach ':memory:' as x",
+                        "MERGE WORLD outside",
+                    ]
+                )
+            ),
+            "from": b,
+            "keep": draw(st.sampled_from([0, 1, "all", -1])),
+            "threads": draw(st.sampled_from([0, 1, 2])),
+            "seed": draw(st.sampled_from([0, 7])),
+        }
+    if tool == "replay":
+        args = {"world": draw(st.sampled_from(["s_0", "mine_1", "outside", "mine", "main"]))}
+        if draw(st.booleans()):
+            args["as"] = draw(st.sampled_from(["again", "outside", "mine", "x y"]))
+        return tool, args
     if tool == "set_meta":
         return tool, {"branch": b, "meta": draw(record)}
     if tool in ("checkpoint", "rollback"):

@@ -34,7 +34,7 @@ HEAVY = [
 ORDER = [
     *("describe", "find", "sql", "get", "put", "insert", "delete"),
     *("fork", "set_meta", "branches", "discard"),
-    *("diff", "merge", "merge_preview", "rebase"),
+    *("diff", "merge", "merge_preview", "rebase", "simulate", "replay"),
     *("merge_policies", "check_merge_policy", "set_merge_policy", "drop_merge_policy"),
     *("reviews", "review"),
     *("merge_checks", "set_merge_check", "drop_merge_check"),

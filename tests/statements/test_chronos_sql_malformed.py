@@ -26,6 +26,12 @@ SHOWN = [
     ),
     ("diff", "DIFF [<branch>] [TO <other>] [AS SQL] [READERS]"),
     ("rebase", "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]"),
+    (
+        "simulate",
+        "SIMULATE <n> WORLDS PREFIX <prefix> SCRIPT '<script>' SCORE '<score>' [FROM <branch>] "
+        "[KEEP <n>] [ORDER asc|desc] [SEED <n>] [THREADS <n>]",
+    ),
+    ("replay", "REPLAY WORLD <world> [AS <name>]"),
     ("checkpoint", "CHECKPOINT WORLD <branch> [AS] <checkpoint>"),
     ("rollback", "ROLLBACK WORLD <branch> TO <checkpoint>"),
     ("restore", "RESTORE WORLD <branch> TO '<moment>'"),

@@ -143,6 +143,31 @@ VALID = [
     ("DIFF TO main", "w", "diff", {"branch": "w", "to": "main"}),
     ("diff as sql", "w", "diff", {"branch": "w", "as_sql": True}),
     ("DIFF x TO main@'-5 minutes'", None, "diff", {"branch": "x", "to": "main@-5 minutes"}),
+    # SIMULATE, REPLAY WORLD
+    (
+        "SIMULATE 3 WORLDS PREFIX p SCRIPT 'update t set x = $1' SCORE 'select 1'",
+        None,
+        "simulate",
+        {"worlds": 3, "prefix": "p", "script": "update t set x = $1", "score": "select 1"},
+    ),
+    (
+        "simulate 2 worlds prefix p script 'x' score 'y' seed 7 order asc keep 1 threads 2",
+        "w",
+        "simulate",
+        {
+            "worlds": 2,
+            "prefix": "p",
+            "script": "x",
+            "score": "y",
+            "seed": 7,
+            "order": "asc",
+            "keep": 1,
+            "threads": 2,
+            "from": "w",
+        },
+    ),
+    ("REPLAY WORLD p_1", None, "replay", {"world": "p_1"}),
+    ("replay world p_1 as again;", None, "replay", {"world": "p_1", "as": "again"}),
     # REBASE WORLD
     ("REBASE WORLD w", None, "rebase", {"branch": "w"}),
     (
@@ -346,6 +371,9 @@ FULL = [
     "SHOW HISTORY OF w LIMIT 5",
     "DIFF w TO main AS SQL",
     "REBASE WORLD w AT VERSION 2 RESOLVE theirs BY COLUMNS",
+    "SIMULATE 3 WORLDS PREFIX p SCRIPT 'select $1, $2' SCORE 'select 1' FROM w@'-1 hour' "
+    "KEEP 2 ORDER asc SEED 4 THREADS 1",
+    "REPLAY WORLD p_0 AS p_again",
     "CHECKPOINT WORLD w AS before-migration",
     "ROLLBACK WORLD w TO before-migration",
     "RESTORE WORLD w TO '-1 hour'",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 if TYPE_CHECKING:
-    from .db import Database
+    from ..storage.db import Database
 
 Hook = Callable[[apsw.Connection], None]
 _OPENERS: list[Callable[[Database, Hook | None], Database]] = []
