@@ -34,15 +34,16 @@ def open_folder(folder: str | os.PathLike, *, keep_temp: bool = False) -> Databa
 
 def open_more(database: Database, on_connect: more.Hook | None = None) -> Database:
     """Another database on an open one's folder, for a thread of a call's own: its connections
-    get the system tables, then ``on_connect``; each call its own session; no pruning (the
-    first did that)."""
+    get the system tables, then ``on_connect``; TEMP objects kept between its calls; no
+    pruning (the first did that)."""
 
     def connected(db: Database, conn: apsw.Connection) -> None:
         vtab.register(db, conn)
         if on_connect is not None:
             on_connect(conn)
 
-    return _database(database.folder, connected, False)
+    return _database(database.folder, connected, True)  # (a world's TEMP objects last: one
+    # thread's, closed at its end, so its script's and its score's calls share what they build)
 
 
 def _database(

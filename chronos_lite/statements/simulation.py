@@ -397,7 +397,7 @@ def replay(
 ) -> Replay:
     """World made again from its recorded inputs, compared with it: rows and score."""
     record = recorded(world)
-    name = keep_as or f"{world.name}.replay-{os.getpid()}-{threading.get_ident() % 10**6}"
+    name = keep_as or f"{world.name[:96]}.replay-{os.urandom(4).hex()}"  # (gone after)
     if keep_as is not None and "@" in keep_as:
         raise ChronosError(f"branch names can't contain '@' (it reads as name@when): '{keep_as}'")
     statements = script_statements(str(record["script"]))
