@@ -60,6 +60,8 @@ def merges_mine(r: Rights) -> bool:
 # (tool, its arguments given the scenario's names, whether the rights allow it)
 Call = tuple[str, Callable[[dict], dict], Callable[[Rights], bool]]
 SELECT_1 = "select name from users where id = 1"
+SIM = "update users set name = 'x' || $1 where id = 1"
+SIM_SCORE = "select length(name) from users where id = 1"
 CALLS: list[tuple[str, Call]] = [
     ("describe", ("describe", lambda n: {}, lambda r: "read" in r)),
     (
@@ -154,6 +156,22 @@ CALLS: list[tuple[str, Call]] = [
     ("merge theirs", ("merge", lambda n: {"branch": n["theirs"]}, lambda r: "merge" in r)),
     ("merge_preview mine", ("merge_preview", lambda n: {"branch": n["mine"]}, lambda r: True)),
     ("rebase mine", ("rebase", lambda n: {"branch": n["mine"]}, lambda r: "write_own" in r)),
+    (  # (forks worlds of its own and writes them; reads main)
+        "simulate main",
+        (
+            "simulate",
+            lambda n: {"worlds": 2, "prefix": n["new"], "script": SIM, "score": SIM_SCORE},
+            lambda r: {"read", "fork", "write_own"} <= r,
+        ),
+    ),
+    (  # (a world the owner's simulation kept: read, forked again, written)
+        "replay theirs",
+        (
+            "replay",
+            lambda n: {"world": f"{n['new']}_0"},
+            lambda r: {"read", "fork", "write_own"} <= r,
+        ),
+    ),
     (
         "restore mine",
         ("restore", lambda n: {"branch": n["mine"], "at": "-0 seconds"}, lambda r: "restore" in r),
@@ -281,6 +299,8 @@ async def test_the_rights_matrix_over_stdio(shop, folder, rights_name):
         assert tools == {t for t in TOOLS_CALLED if listed(t, r)}, rights_name
         for i, (what, (tool, args_of, allowed)) in enumerate(CALLS):
             names = _scenario(shop, i, held=tool == "review")
+            if tool == "replay":  # (a world a simulation kept, the owner's)
+                shop.call("simulate", worlds=1, prefix=names["new"], script=SIM, score=SIM_SCORE)
             before = _without_audit(folder)
             result = await client.call_tool(tool, args_of(names))
             text = result.content[0].text
