@@ -17,7 +17,11 @@ from ..sqltext import quote_ident
 from ..storage.db import Database
 from ..storage.fetch import one_row
 from ..storage.governance import policies as mergepolicies
+from ..storage.governance import readers as declared
+from ..storage.governance import reads as kept_reads
 from ..storage.governance.policies import Policy
+from ..storage.worlds import World
+from . import reads as merge_reads
 from .plan import Plan
 
 PRODUCTION = "the database is in production mode: every agent's merge waits for a person"
@@ -158,6 +162,10 @@ def reasons(db: Database, p: Plan, hold: Hold, n: Counts) -> list[str]:
     if age is not None and forked_ms > age:
         out.append(f"its branch was forked {_span(forked_ms)} ago (at most {_span(age)})")
     out += _table_rules(rules, n)
+    if not rules["critical"]:
+        out += critical_reasons(db, n)
+    if rules["check_reads"]:
+        out += stale_reasons(db, p.world)
     if not rules["schema"] and p.schema:
         what = "; ".join(s.op.sql(s.table) for s in p.schema)
         out.append(f"it changes the schema ({_short(what)}) (schema is false)")
@@ -172,6 +180,32 @@ def reasons(db: Database, p: Plan, hold: Hold, n: Counts) -> list[str]:
             f"it {deletes_text(n)} (over confirm_deletes_over, {over}: a person confirms the count)"
         )
     return out
+
+
+def critical_reasons(db: Database, n: Counts) -> list[str]:
+    """A reason per critical reader (MARK READER ... CRITICAL) reading a column the merge
+    changes or drops (the rule critical, false)."""
+    hit = declared.reading(db.main.conn, sorted(n.columns | n.dropped.keys()))
+    return [
+        f"it changes {', '.join(read)}, which critical reader {reader.name} reads "
+        f"(critical is false)"
+        for reader, read in hit
+        if reader.critical
+    ]
+
+
+def stale_reasons(db: Database, world: World) -> list[str]:
+    """The rule check_reads: what the world read must not have changed since its fork (and
+    it must have kept what it read)."""
+    if not kept_reads.keeps(world.meta):
+        return ["it didn't keep what it read (check_reads is true: fork with check_reads)"]
+    found = [c.shown() for c in merge_reads.check(db, world).changed]
+    if not found:
+        return []
+    return [
+        f"{len(found)} of the reads it kept changed since its fork ({_listed(found)}) "
+        "(check_reads is true)"
+    ]
 
 
 def _limits(rules: dict, n: Counts, last_hour: Callable[[], tuple[int, int]]) -> list[str]:

@@ -14,6 +14,7 @@ from ..storage.db import Database
 from ..storage.governance import holds
 from ..storage.shadow import SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
+from . import reads
 from .apply import check_version, conflict_error, plan
 from .request import Options
 from .schema import conflict_error as schema_conflict_error
@@ -32,6 +33,7 @@ def rebase(db: Database, world: World, opts: Options) -> int:
     with db.write(conn):
         world = worlds.again(conn, world)  # (as the file has it, now nothing moves under it)
         check_version(world, opts.version)
+        reads.refuse_stale(db, world, "rebasing")  # (what it read must still hold)
         p = plan(db, world, opts)
         clashes = [s for s in p.schema if s.conflict]
         if clashes:  # the world's schema changes must still fit the parent as it is now

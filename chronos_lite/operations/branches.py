@@ -12,6 +12,7 @@ from .. import render
 from ..merge import diff as merge_diff
 from ..storage import lifecycle
 from ..storage.db import Database
+from ..storage.governance import reads as kept_reads
 from ..storage.worlds import World
 from . import reviewing
 from .registry import REGISTRY, Args, Caller, Reply, operation
@@ -26,7 +27,8 @@ from .registry import REGISTRY, Args, Caller, Reply, operation
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
     reviewing.check_scope(db, args.get("meta") or {}, caller)
-    world = lifecycle.fork(db, args["name"], source, args.get("meta"), owner=caller.name)
+    meta = kept_reads.fork_meta(db.main.conn, args.get("meta"), caller.policy)
+    world = lifecycle.fork(db, args["name"], source, meta, owner=caller.name)
     caller.own_worlds.add(world.wid)
     return Reply(
         f"created branch {world.name} (world id {world.wid}) from {source}; "
@@ -47,6 +49,7 @@ def set_meta_op(db: Database, args: Args, caller: Caller) -> Reply:
     world = args.world(db)
     if world is not None:  # (main has no meta: set_meta refuses it)
         reviewing.check_scope(db, args["meta"], caller, world)
+        kept_reads.check_change(world.name, world.meta, args["meta"], caller.mode == "owner")
     # (an agent's set_meta leaves the scope its fork declared standing; a person's replaces it)
     world = lifecycle.set_meta(db, world, args["meta"], rescope=caller.mode != "agent")
     return Reply(

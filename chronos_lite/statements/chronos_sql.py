@@ -37,11 +37,12 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
         "FIND IN <table> [WHERE (<meta>)] [TEXT '<text>'] [VECTOR '<vector>' IN <vector_field>] "
         "[LIMIT <n:limit:int>] [OFFSET <n:offset:int>] [EF <n:ef:int>] [ON <branch>]",
     ),
-    ("diff", "DIFF [<branch>] [TO <other:to>] [AS SQL]"),
+    ("diff", "DIFF [<branch>] [TO <other:to>] [AS SQL] [READERS]"),
     (
         "rebase",
         "REBASE WORLD <branch> [AT VERSION <n:version:int>] [RESOLVE ours|theirs] [BY COLUMNS]",
     ),
+    ("check_reads", "CHECK READS [OF] <branch>"),
     (
         "simulate",
         "SIMULATE <n:worlds:int> WORLDS PREFIX <prefix> SCRIPT '<script>' SCORE '<score>' "
@@ -72,6 +73,9 @@ GRAMMAR: tuple[tuple[str, str], ...] = (
     ),
     ("drop_merge_check", "DROP MERGE CHECK <name>"),
     ("merge_checks", "SHOW MERGE CHECKS"),
+    ("mark_reader", "MARK READER <name> READS (<table.column>, ...) [CRITICAL]"),
+    ("drop_reader", "DROP READER <name>"),
+    ("readers", "SHOW READERS"),
     ("set_merge_policy", "CREATE MERGE POLICY <name> [WITH (<meta>)]"),
     ("set_merge_policy", "ALTER MERGE POLICY <name> SET (<meta>)"),
     ("drop_merge_policy", "DROP MERGE POLICY <name> [CASCADE]"),
@@ -242,6 +246,8 @@ def parse(stmt: str, branch: str | None = None) -> tuple[str, dict[str, Any]]:
             return MERGE_CHECK, merge_check_args(stmt)
         except _Unexpected as exc:
             raise ChronosError(f"{exc}; its form: {form.text}", BAD_ARGUMENT) from None
+    if form.op == formargs.MARK_READER:  # (its list of names: its own reader)
+        return form.op, formargs.mark_reader_args(stmt, form.text)
     try:
         op, args = _Reader(form, tokens, branch).read()
     except _Unexpected as exc:

@@ -23,6 +23,7 @@ from ..storage import events, faults, guard, schemasync, worlds
 from ..storage.branchref import BranchRef
 from ..storage.db import Database, Session, Where
 from ..storage.fetch import one_row
+from ..storage.governance import reads as readcheck
 from ..storage.world import demand, placement
 from ..storage.world import rowid as worldrowid
 from ..storage.world import sql as worldsql
@@ -114,6 +115,7 @@ class _Call:
     fresh: bool = False  # a world's transaction began: its next write resets its counters
     ticks: list[int] = field(default_factory=list)  # the world clock's stamps of its writes
     version: int | None = None  # the world's version its last write left (uncommitted)
+    read: list[str] = field(default_factory=list)  # what a check_reads world read: kept after
 
 
 def _run(
@@ -194,6 +196,7 @@ def _run(
         # RELEASE committed): recorded after them (committed: no limit of the call stops it)
         with db.bounds.paused(), db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
+    readcheck.keep(db, session, call.read, binds)
     return outcome
 
 
@@ -339,6 +342,7 @@ def _read_on_world(call: _Call, stmt: str, words: list[str]) -> StatementResult:
         scanned = frozenset()  # (read as a table now)
     started = time.perf_counter()
     result = _written(call, stmt, words, False, False, reads=True)
+    call.read += [stmt] if session.world and readcheck.keeps(session.world.meta) else []
     if scanned and (later := demand.after_read(session, scanned, time.perf_counter() - started)):
         session.bigger |= later
         call.db.place_again(session)

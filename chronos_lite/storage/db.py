@@ -478,17 +478,18 @@ class Database:
         return session
 
     def _past_session(self, ref: BranchRef) -> Session:
-        """A branch as it was at a moment (``main@-10 minutes``, ``task-1@10:00``): views of
-        its tables as they were then, on a connection of its own; read only."""
+        """A branch as it was at a moment (``main@-1 hour``): its tables' views then, read only."""
         when = moments.checked_moment(self, ref.when or "")
         return self.past_session(ref.name, when, str(ref))
 
-    def past_session(self, name: str, when: float, branch: str) -> Session:
-        """Branch ``name`` as it was at ``when`` (``branch``: how the caller spelled it)."""
+    def past_session(
+        self, name: str, when: float, branch: str, seqs: dict | None = None
+    ) -> Session:
+        """Branch ``name`` as it was at ``when`` (``branch``: its spelling); or main at ``seqs``."""
         conn = self._main.conn
         if name == "main":
             schema = self.schema_for(None)
-            base = {n: moments.seq_at(conn, n, when) for n, _t in schema.tables.values()}
+            base = seqs or {n: moments.seq_at(conn, n, when) for n, _t in schema.tables.values()}
             world, at = World(0, "", branch, None, "main", base, 0, OWNER, {}, 0, when), None
         else:
             world = self.world(name)

@@ -16,6 +16,7 @@ from . import events, moments, worlds
 from .branchref import BranchRef
 from .fetch import all_rows
 from .governance import holds as worldholds
+from .governance import reads as worldreads
 from .governance import reviews
 from .schema import catalog
 from .shadow import SEQ, WORLD, history_table, overlay_table, world_history_table
@@ -184,6 +185,7 @@ def finish(conn: apsw.Connection, world_id: int, state: str = "discarded") -> No
             conn.execute(f"delete from {world_history_table(n)} where {WORLD} = ?", (world_id,))
     reviews.clear(conn, world_id)
     worldholds.forget(conn, world_id)
+    worldreads.forget(conn, world_id)
     worlds.end(conn, world_id, state)
 
 

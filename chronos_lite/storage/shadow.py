@@ -25,6 +25,8 @@ from .governance import (
     agents,
     audit,
     holds,
+    readers,
+    reads,
     reviews,
 )
 from .governance import (
@@ -144,6 +146,8 @@ def install_base(conn: apsw.Connection) -> None:
     conn.execute(mergepolicies.DDL)
     conn.execute(reviews.DDL)
     conn.execute(holds.DDL)
+    conn.execute(readers.DDL)
+    conn.execute(reads.DDL)
 
 
 # --- main's triggers -------------------------------------------------------------------------
@@ -435,10 +439,11 @@ def upgrade(conn: apsw.Connection, write: Callable[[apsw.Connection], Any]) -> N
             "('_chronos_schema', '_chronos_checkpoints', '_chronos_events', "
             "'_chronos_merge_rows', '_chronos_agents', '_chronos_audit', "
             "'_chronos_merge_checks', '_chronos_merge_policies', '_chronos_agent_policies', "
-            "'_chronos_reviews', '_chronos_fork_scopes', '_chronos_taken_over')"
+            "'_chronos_reviews', '_chronos_fork_scopes', '_chronos_taken_over', "
+            "'_chronos_readers', '_chronos_reads')"
         )
     )[0][0]
-    if have < 12:
+    if have < 14:
         with write(conn):
             install_base(conn)
     if conn.execute(_OLD_HISTORY_TRIGGERS).fetchall():  # (the next call's sync remakes them)

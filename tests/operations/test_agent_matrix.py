@@ -172,6 +172,10 @@ CALLS: list[tuple[str, Call]] = [
             lambda r: {"read", "fork", "write_own"} <= r,
         ),
     ),
+    (  # (theirs keeps its reads: checking them reads another's world)
+        "check_reads theirs",
+        ("check_reads", lambda n: {"branch": n["theirs"]}, lambda r: "read" in r),
+    ),
     (
         "restore mine",
         ("restore", lambda n: {"branch": n["mine"], "at": "-0 seconds"}, lambda r: "restore" in r),
@@ -270,7 +274,7 @@ def _scenario(db, i: int, held: bool = False) -> dict:
     db.call("set_merge_check", name=names["check"], query="select 1 where 0")
     db.call("set_merge_policy", name=names["policy"], rules={"max_rows": 0})
     for name in (names["merged"], names["theirs"]):
-        db.call("fork", name=name)
+        db.call("fork", name=name, meta={"check_reads": name == names["theirs"]})
         db.sql(f"update users set email = '{name}@x.org' where id = 1", branch=name)
         if name == names["merged"]:
             db.call("merge", branch=name)  # (before the others fork: they merge cleanly)

@@ -171,7 +171,12 @@ CHRONOS = [
     "ALTER AGENT coder SET (policy = null)",
     "DROP MERGE POLICY small CASCADE",
     "SHOW MERGE POLICIES",
+    "MARK READER r READS (users.name) CRITICAL",
+    "DROP READER keep",
+    "SHOW READERS",
+    "DIFF outside READERS",
     "SHOW REVIEWS",
+    "CHECK READS outside",
     "REVIEW WORLD outside APPROVE REASON 'fine'",
     "SET MODE development",
     "SHOW WORLDS",
@@ -249,7 +254,7 @@ def tool_call(draw) -> tuple[str, dict]:
                 "checkpoint", "rollback", "discard", "merge", "restore", "undo_merge",
                 "merge_checks", "set_merge_check", "drop_merge_check",
                 "merge_policies", "check_merge_policy", "set_merge_policy",
-                "drop_merge_policy", "reviews", "review",
+                "drop_merge_policy", "reviews", "review", "check_reads",
                 "simulate", "replay",
             ]
         )
@@ -344,6 +349,8 @@ def tool_call(draw) -> tuple[str, dict]:
     if tool == "review":
         verdict = draw(st.sampled_from(["approve", "reject", "pass", "maybe"]))
         return tool, {"branch": b, "verdict": verdict, "reason": draw(weird)}
+    if tool == "check_reads":
+        return tool, {"branch": b}
     if tool in ("describe", "branches"):
         return tool, ({"branch": b} if tool == "describe" else {})
     if tool in ("merge_preview", "merge", "rebase") and draw(st.booleans()):
@@ -412,7 +419,12 @@ def untouchable(folder: Path) -> dict:
         ).fetchall()
         out["agents"] = conn.execute("select * from _chronos_agents order by name").fetchall()
         out["merge checks"] = conn.execute("select * from _chronos_merge_checks").fetchall()
-        for table in ("_chronos_merge_policies", "_chronos_agent_policies", "_chronos_reviews"):
+        for table in (
+            "_chronos_merge_policies",
+            "_chronos_agent_policies",
+            "_chronos_reviews",
+            "_chronos_readers",
+        ):
             out[table] = conn.execute(f"select * from {table}").fetchall()
         out["mode"] = conn.execute("select * from _chronos_meta where key = 'mode'").fetchall()
         assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
@@ -455,6 +467,7 @@ def agent(tmp_path_factory, request) -> Iterator[tuple[Server | HttpServer, Path
             "agent", action="create", name="coder", rights=["read", "fork", "write_own"]
         ).data["token"]
         db.call("set_merge_check", name="keep", query="select id from users where name = ''")
+        db.call("mark_reader", name="keep", reads=["users.name"], critical=True)
         db.call("set_merge_policy", name="small", rules={"max_rows": 0}, agents=["bot"])
         with db.database.write(
             db.database.main.conn

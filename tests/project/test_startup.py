@@ -34,10 +34,11 @@ HEAVY = [
 ORDER = [
     *("describe", "find", "sql", "get", "put", "insert", "delete"),
     *("fork", "set_meta", "branches", "discard"),
-    *("diff", "merge", "merge_preview", "rebase", "simulate", "replay"),
+    *("diff", "merge", "merge_preview", "rebase", "check_reads", "simulate", "replay"),
     *("merge_policies", "check_merge_policy", "set_merge_policy", "drop_merge_policy"),
     *("reviews", "review"),
     *("merge_checks", "set_merge_check", "drop_merge_check"),
+    *("readers", "mark_reader", "drop_reader"),
     *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
     *("agent", "audit", "mode", "index"),
 ]

@@ -26,6 +26,7 @@ SHOWN = [
     ),
     ("diff", "DIFF [<branch>] [TO <other>] [AS SQL] [READERS]"),
     ("rebase", "REBASE WORLD <branch> [AT VERSION <n>] [RESOLVE ours|theirs] [BY COLUMNS]"),
+    ("check_reads", "CHECK READS [OF] <branch>"),
     (
         "simulate",
         "SIMULATE <n> WORLDS PREFIX <prefix> SCRIPT '<script>' SCORE '<score>' [FROM <branch>] "

@@ -168,6 +168,9 @@ VALID = [
     ),
     ("REPLAY WORLD p_1", None, "replay", {"world": "p_1"}),
     ("replay world p_1 as again;", None, "replay", {"world": "p_1", "as": "again"}),
+    # CHECK READS
+    ("CHECK READS w", None, "check_reads", {"branch": "w"}),
+    ("check reads of task-1;", None, "check_reads", {"branch": "task-1"}),
     # REBASE WORLD
     ("REBASE WORLD w", None, "rebase", {"branch": "w"}),
     (

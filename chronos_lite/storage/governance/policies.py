@@ -45,8 +45,8 @@ RULES: dict[str, tuple[str, Any]] = {
     "review_columns": ("columns", []),
     "schema": ("flag", False),
     "overwrite": ("flag", False),
-    "critical": ("later", False),
-    "check_reads": ("later", False),
+    "critical": ("flag", False),
+    "check_reads": ("flag", False),
     "require_scope": ("flag", False),
     "confirm_deletes_over": ("count", None),
     "reviewer": ("agent", None),
@@ -58,7 +58,6 @@ _KINDS = {
     "tables": "a list of table names",
     "columns": 'a list of "table.column" names',
     "flag": "true or false",
-    "later": "true or false",
     "agent": "an agent's name, or null (no reviewer)",
 }
 _AGE = re.compile(
@@ -122,15 +121,8 @@ def _checked(
         if isinstance(value, str):
             age_ms(value)
             return value.strip()
-    elif kind in ("flag", "later"):
+    elif kind == "flag":
         if type(value) is bool:
-            if kind == "later" and value:
-                raise ChronosError(
-                    f"{rule} = true needs what the check_reads issue builds (a world that keeps "
-                    f"what it read, and MARK READER): it isn't in chronos_lite yet, so a policy "
-                    f"can't set it; leave it false",
-                    errors.BAD_ARGUMENT,
-                )
             return value
     elif kind == "agent":
         if value is None:
