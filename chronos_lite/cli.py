@@ -33,7 +33,7 @@ from .errors import ChronosError
 from .opening import open_folder
 from .operations.registry import REGISTRY
 from .shell.cancel import Canceller
-from .shell.progress import BuildProgress
+from .shell.progress import BuildProgress, WhileLong
 from .storage.folder import create
 
 # The shell's modules (its settings, its session, prompt_toolkit for the prompt) and the MCP
@@ -286,7 +286,8 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
 
                     shown_worlds = WORLDS.set(simulating)
                 try:
-                    return REGISTRY.call(db, name, args)
+                    with WhileLong(f"{cli_name(name)} running", [progress, simulating]):
+                        return REGISTRY.call(db, name, args)
                 finally:
                     progress.close()
                     PROGRESS.reset(shown)

@@ -59,9 +59,8 @@ def state(db: Chronos, folder: Path) -> dict[str, Any]:
             out[f"{name}/{table}"] = db.query(f'select * from "{table}" order by 1', branch=name)
     conn = sqlite3.connect(f"file:{folder / 'chronos.db'}?mode=ro", uri=True)
     try:
-        out["events"] = conn.execute(
-            "select world, kind, actor, run, rows from _chronos_events order by id"
-        ).fetchall()
+        events = conn.execute("select world, kind, actor, run, rows from _chronos_events")
+        out["events"] = sorted(events.fetchall(), key=repr)  # (simulate's worlds run at once)
     finally:
         conn.close()
     return out

@@ -374,6 +374,9 @@ BASE: dict[str, dict] = {
     "merge": {"branch": "w"},
     "merge_preview": {"branch": "w"},
     "rebase": {"branch": "w"},
+    "check_reads": {"branch": "w"},
+    "simulate": {"worlds": 2, "prefix": "s", "script": "select 1", "score": "select 1"},
+    "replay": {"world": "w"},
     "restore": {"branch": "w", "at": "-1 minute"},
     "checkpoint": {"branch": "w", "name": "cp"},
     "rollback": {"branch": "w", "checkpoint": "cp"},
@@ -396,6 +399,21 @@ WRONG_TYPES = {
     "object": ["{}", [], 1, None, True],
     "array": ["a,b", {"0": "a"}, 1, None, [123]],
 }
+KINDS = {"string": str, "integer": int, "boolean": bool, "object": dict, "array": list}
+
+
+def _wrong_for(types: str | list[str]) -> list:
+    """Values of none of ``types`` (a parameter may take one of several: keep, 3 or "all")."""
+    if isinstance(types, str):
+        return WRONG_TYPES[types]
+    values = [v for t in types for v in WRONG_TYPES[t]]
+
+    def fits(v: object, t: str) -> bool:
+        return type(v) is KINDS[t] or (t == "integer" and type(v) is int)
+
+    return [v for v in values if not any(fits(v, t) for t in types)]
+
+
 # Names the schemas refuse: spaces, quotes with spaces, SQL, empty, 100 KB.
 BAD_NAMES = [
     "users; drop table users",
@@ -435,7 +453,7 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
         props, base = schema.get("properties", {}), BASE[name]
         if kind == "wrong types":
             for p, spec in props.items():
-                for value in WRONG_TYPES[spec["type"]]:
+                for value in _wrong_for(spec["type"]):
                     if isinstance(value, list) and spec["type"] == "array" and "items" not in spec:
                         continue  # params: an array of anything
                     yield name, f"{p}={value!r}", {**base, p: value}
@@ -450,7 +468,8 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
             yield name, "10000 keys", {**base, **{f"k{i}": i for i in range(10_000)}}
         elif kind == "hostile names":
             for p, spec in props.items():
-                if spec["type"] == "string" and p not in ("sql", "text") and "enum" not in spec:
+                sql = ("sql", "text", "script", "score")  # (SQL and words: any text)
+                if spec["type"] == "string" and p not in sql and "enum" not in spec:
                     for value in BAD_NAMES:
                         yield name, f"{p}={value[:30]!r}", {**base, p: value}
                     # a new branch's or checkpoint's name may be odd
@@ -459,6 +478,8 @@ def bad_calls(tools: list[dict], kind: str) -> Iterator[tuple[str, str, dict]]:
                         ("checkpoint", "name"),
                         ("set_merge_check", "name"),
                         ("set_merge_policy", "name"),
+                        ("simulate", "prefix"),  # (its worlds' names: <prefix>_<i>)
+                        ("replay", "as"),
                     )
                     if (name, p) not in new_names:
                         for value in ODD_NAMES:

@@ -1,0 +1,74 @@
+"""A call that runs past a second and a half shows a bar on a terminal (the time it has run),
+and none when it ends sooner, when stderr isn't a terminal, or while a bar of its own shows."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+from chronos_lite.shell.progress import BuildProgress, WhileLong
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:  # (prompt_toolkit asks; a pipe's end would do)
+        raise io.UnsupportedOperation
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    seen: list[object] = []
+
+    class Bar:  # (prompt_toolkit's ProgressBar, as far as WhileLong uses it)
+        def __init__(self, title: str, output: object) -> None:
+            seen.append(title)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            seen.append("closed")
+
+        def __call__(self, total: object, label: str) -> None:
+            seen.append((total, label))
+
+    import prompt_toolkit.output
+    import prompt_toolkit.shortcuts
+
+    monkeypatch.setattr(prompt_toolkit.shortcuts, "ProgressBar", Bar)
+    monkeypatch.setattr(prompt_toolkit.output, "create_output", lambda stream: None)
+    return seen
+
+
+def test_a_long_call_shows_a_bar_until_it_ends(terminal):
+    with WhileLong("merge running", [], after=0.05, stream=Terminal()) as long:
+        time.sleep(0.5)
+        assert long.bar is not None
+    assert long.bar is None
+    assert terminal == ["merge running", (None, "Ctrl-C stops it, nothing changed"), "closed"]
+
+
+def test_a_short_call_shows_none(terminal):
+    with WhileLong("get running", [], after=5, stream=Terminal()):
+        pass
+    assert terminal == []
+
+
+def test_none_while_the_call_shows_its_own(terminal):
+    own = BuildProgress()
+    own.bar = object()  # (a text index's bar is showing)
+    with WhileLong("index running", [own], after=0.05, stream=Terminal()) as long:
+        time.sleep(0.3)
+        assert long.bar is None
+    assert terminal == []
+
+
+def test_none_off_a_terminal(terminal):
+    with WhileLong("merge running", [], after=0.01, stream=io.StringIO()) as long:
+        time.sleep(0.2)
+        assert long.bar is None
+    assert terminal == []
