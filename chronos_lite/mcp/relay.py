@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from ..errors import ChronosError
 from .core import CANCELLED, INTERNAL, MAX_MESSAGE, encode, rpc_error
+from .stdio import skip_rest_of_line
 
 TRACKED = 1024 * 1024  # lines up to this long have their request ids followed
 REPLY_ID = re.compile(rb'^\{"jsonrpc":"2\.0","id":("(?:[^"\\]|\\.)*"|-?\d+|null)')
@@ -94,7 +95,9 @@ class Feed:
                 if not line:
                     break
                 if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
-                    line = _past_the_limit(self.stdin, line)
+                    # (its first part and a newline: the host's reader sees it is too long)
+                    skip_rest_of_line(self.stdin)
+                    line += b"\n"
                 self._give(line)
         except (OSError, ValueError):
             pass
@@ -184,12 +187,3 @@ def relay(joined: Joined, feed: Feed, stdout: BinaryIO) -> bool:
         )
     stdout.flush()
     return feed.ended
-
-
-def _past_the_limit(stdin: BinaryIO, start: bytes) -> bytes:
-    """An over-long line as its first part and a newline: what reads it sees it is too long
-    (the rest is read past here, not held)."""
-    while True:
-        block = stdin.readline(1024 * 1024)
-        if not block or block.endswith(b"\n"):
-            return start + b"\n"

@@ -63,7 +63,7 @@ def _read(server: Server, stdin: BinaryIO, lines: queue.SimpleQueue) -> None:
             if not line:
                 break
             if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
-                _skip_rest_of_line(stdin)
+                skip_rest_of_line(stdin)
                 lines.put(TOO_LONG)
             elif line.strip():
                 if CANCELLED.encode() in line:
@@ -86,7 +86,7 @@ def _cancel_from(server: Server, line: bytes) -> None:
             server.cancel(params["requestId"])
 
 
-def _skip_rest_of_line(stdin: BinaryIO) -> None:
+def skip_rest_of_line(stdin: BinaryIO) -> None:
     """Read past the rest of an over-long line, a block at a time, keeping none of it."""
     while True:
         block = stdin.readline(1024 * 1024)

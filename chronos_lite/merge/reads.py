@@ -67,10 +67,10 @@ def refuse_stale(db: Database, world: World, doing: str) -> None:
     """``doing`` (rebasing) is refused while something the world read changed since and the
     world wrote after reading it: its changes may rest on what it read. A world that only
     read rebases (then reads again: the way on that check_reads tells)."""
-    if not kept_reads.keeps(world.meta):
-        return
-    wrote = last_write(db, world)
-    found = [c for c in check(db, world).changed if wrote is not None and wrote > c.read_at]
+    wrote = last_write(db, world) if kept_reads.keeps(world.meta) else None
+    if wrote is None:
+        return  # (nothing it wrote can rest on what it read)
+    found = [c for c in check(db, world).changed if wrote > c.read_at]
     if found:
         listed = "; ".join(c.shown() for c in found[:MOST_SHOWN])
         more = f" (and {len(found) - MOST_SHOWN} more)" if len(found) > MOST_SHOWN else ""

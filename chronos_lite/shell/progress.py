@@ -24,11 +24,7 @@ class BuildProgress:
         if self.bar is None:
             if not sys.stderr.isatty():
                 return
-            from prompt_toolkit.output import create_output
-            from prompt_toolkit.shortcuts import ProgressBar
-
-            self.bar = ProgressBar(title=self.title(what), output=create_output(sys.stderr))
-            self.bar.__enter__()
+            self.bar = _opened(self.title(what), sys.stderr)
             self.counter = self.bar(total=total, label=what)
         self.counter.items_completed = done
         self.bar.invalidate()
@@ -65,11 +61,7 @@ class WhileLong:
         with self._lock:
             if self.done or any(other.bar is not None for other in self.others):
                 return
-            from prompt_toolkit.output import create_output
-            from prompt_toolkit.shortcuts import ProgressBar
-
-            self.bar = ProgressBar(title=self.title, output=create_output(self.stream))
-            self.bar.__enter__()
+            self.bar = _opened(self.title, self.stream)
             self.bar(total=None, label="Ctrl-C stops it, nothing changed")
 
     def __exit__(self, *_exc: object) -> None:
@@ -79,3 +71,13 @@ class WhileLong:
             if self.bar is not None:
                 self.bar.__exit__(None, None, None)
                 self.bar = None
+
+
+def _opened(title: str, stream: Any) -> Any:
+    """prompt_toolkit's bar, shown on ``stream`` (imported only when a bar is shown)."""
+    from prompt_toolkit.output import create_output
+    from prompt_toolkit.shortcuts import ProgressBar
+
+    bar = ProgressBar(title=title, output=create_output(stream))
+    bar.__enter__()
+    return bar

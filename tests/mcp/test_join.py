@@ -344,3 +344,22 @@ def test_the_interactive_shell_hosts_its_folder(folder: Path) -> None:
             shell.kill()
             shell.wait(WAIT)
         os.close(main_end)
+
+
+def test_a_line_over_the_limit_through_the_relay_is_answered_and_read_past(folder: Path) -> None:
+    host = Server(folder, "--allow-merge")
+    joined = None
+    try:
+        host.initialize()
+        joined = Server(folder, "--allow-merge")
+        joined.initialize()
+        joined.write(b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "x": "' + b"a" * (9 << 20))
+        joined.write(b'"}\n')
+        error = joined.read()["error"]
+        assert "a message may be at most 8 MB" in error["message"]
+        joined.ping()  # (the rest of the long line was read past, not taken as a message)
+        assert joined.close() == 0
+    finally:
+        if joined is not None:
+            joined.kill()
+        host.kill()
