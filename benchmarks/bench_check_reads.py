@@ -5,8 +5,8 @@ itself takes.
 
 * reads through `sql` (the Python API, as every front end calls it) on a world of a users
   table, each `select * from users where id = $1`: the same query again (kept once: a repeat
-  costs a lookup) and a new id each time (each a new query to keep: one small write after the
-  read);
+  costs a lookup) and a new id each time (each a new query to keep: held in memory until the
+  world's next write, or a second, writes it);
 * a read over a range with a filter (`where id between $1 and $1 + 99 and plan = 'free'`);
 * check_reads over the queries kept, each run twice (at the fork and now).
 

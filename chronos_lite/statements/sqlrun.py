@@ -171,6 +171,7 @@ def _run(
             was_open = not conn.get_autocommit()
             if was_open:
                 conn.execute("ROLLBACK")
+                readcheck.unsure(conn)
             undone = _undone(began, was_open, committed)
             failed = (index, len(statements), stmt, undone)
             raise sqlerrors.explain(db, session, exc, *failed) from None
@@ -196,7 +197,7 @@ def _run(
         # RELEASE committed): recorded after them (committed: no limit of the call stops it)
         with db.bounds.paused(), db.write(db.main.conn) as main:
             _record(db, session, main, outcome.results[recorded:], before, clock)
-    readcheck.keep(db, session, call.read, binds)
+    readcheck.keep(session, call.read, binds)
     return outcome
 
 

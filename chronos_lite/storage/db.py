@@ -14,7 +14,7 @@ from pathlib import Path
 import apsw
 
 from ..errors import NOT_FOUND, ChronosError
-from . import events, faults, guard, limits, moments, schemasync, shadow, worlds
+from . import events, faults, guard, limits, moments, readlog, schemasync, shadow, worlds
 from .branchref import BranchRef
 from .faults import FILE_GONE, NOT_A_DATABASE
 from .fetch import one_row
@@ -45,9 +45,8 @@ def _connect(
     path: Path, synchronous: str, bounds: limits.Bounds, world: bool = False
 ) -> apsw.Connection:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
-    # Keep the WAL file when our last connection closes: an app in this same process may have
-    # the file open through another copy of SQLite (the stdlib's), which SQLite can't see, and
-    # deleting the WAL under it would lose its later writes.
+    # Keep the WAL file when our last connection closes: an app in this process may have it open
+    # through another SQLite (the stdlib's), and deleting the WAL under it would lose its writes.
     persist = array("i", [1])  # (a C int, its address: what ctypes would give, a start faster)
     conn.file_control("main", apsw.SQLITE_FCNTL_PERSIST_WAL, persist.buffer_info()[0])
     bounds.install(conn)  # time limits, cancel, and bounded waits for the write lock
@@ -121,6 +120,7 @@ class Database:
     # --- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        readlog.write_closing(self._main.conn)  # (reads no write rests on yet: kept all the same)
         for s in self._worlds.values():
             s.conn.close()
         self._worlds.clear()

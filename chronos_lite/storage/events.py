@@ -24,7 +24,7 @@ from typing import Any
 
 import apsw
 
-from . import worlds
+from . import readlog, worlds
 from .fetch import all_rows, one_row
 from .moments import show_moment
 from .shadow import SEQ, TIME, history_table
@@ -107,6 +107,8 @@ def record(
     detail: dict[str, Any] | None = None,
     run: str | None = None,
 ) -> None:
+    if world:  # (the reads a world's write may rest on go in with it)
+        readlog.write_world(conn, world)
     conn.execute(
         "insert into main._chronos_events(time, world, kind, actor, run, rows, detail) "
         "values (?, ?, ?, ?, ?, ?, ?)",

@@ -5,7 +5,7 @@ while something it read changed."""
 from __future__ import annotations
 
 import pytest
-from helpers import file_dump
+from helpers import file_dump, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -196,6 +196,29 @@ def test_exactly_the_reads_whose_result_changed_are_named(tmp_path_factory, read
                 pass  # (an insert of a key that is there)
         expected = [q for q in reads if sorted(map(repr, db.query(q))) != before[q]]
         assert sorted(changed(db, "w")) == sorted(expected)
+
+
+def kept_in_file(folder) -> list[str]:
+    """The reads the file holds, as another process sees them."""
+    return sorted(
+        line for line in file_dump(folder) if "_chronos_reads" in line and "VALUES" in line
+    )
+
+
+def test_a_read_is_written_with_the_world_s_next_write(users, folder):
+    users.fork("t", meta={"check_reads": True})
+    users.sql("select plan from users where id = 3", branch="t")
+    assert kept_in_file(folder) == []  # (waiting in this process: no write rests on it yet)
+    users.sql("update users set name = 'Ada L.' where id = 1", branch="t")
+    assert ["select plan from users where id = 3" in line for line in kept_in_file(folder)] == [
+        True
+    ]
+    users.sql("update users set plan = 'team' where id = 3")  # under what t read, then wrote on
+    refused = run_cli(folder, "rebase", "t", check=False)  # (another process sees it)
+    assert refused.returncode != 0 and "1 of the reads it kept changed" in refused.stderr
+    users.sql("select count(*) from users", branch="t")
+    users.close()  # (what waits is written as the database closes)
+    assert len(kept_in_file(folder)) == 2
 
 
 def test_over_mcp_in_safe_mode(users, folder):

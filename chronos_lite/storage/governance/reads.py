@@ -1,24 +1,23 @@
 """What a world forked with ``check_reads`` read (``_chronos_reads``): each distinct query it
-ran on itself, with its parameters, kept once (a repeat costs nothing). Its rows, key ranges
+ran on itself, with its parameters, kept once (a repeat costs a lookup). Its rows, key ranges
 and filtered scans are in the queries themselves: ``merge/reads.py`` runs each again on the
 world's parent as it was at the fork and as it is now, and what differs changed under it.
 
 A world keeps them when its meta says ``check_reads`` (its fork said so, or its agent's merge
-policy has the rule). They are written by the world's own connection right after the read
-(synchronous=normal, as the world's writes are), and forgotten with the world.
+policy has the rule). A new read waits in memory until the world's next write, which writes
+it in its own transaction (``storage/readlog.py``); they are forgotten with the world.
 """
 
 from __future__ import annotations
 
 import json
-import time
 import weakref
-from collections.abc import Iterable
 from typing import Any
 
 import apsw
 
 from ...errors import REFUSED, ChronosError
+from .. import readlog
 from ..fetch import all_rows
 from . import policies
 
@@ -33,11 +32,6 @@ CREATE TABLE IF NOT EXISTS _chronos_reads(
     PRIMARY KEY (world, query, params)
 ) WITHOUT ROWID;
 """
-
-
-_INSERT = (
-    "INSERT OR IGNORE INTO main._chronos_reads(world, query, params, first) VALUES (?, ?, ?, ?)"
-)
 
 
 def keeps(meta: dict) -> bool:
@@ -66,15 +60,11 @@ def check_change(world_name: str, meta: dict, changes: dict, person: bool) -> No
         )
 
 
-def params_text(params: Any) -> str:
-    """A query's parameters as the key keeps them (blobs as hex: JSON has none)."""
-    return json.dumps(params or [], default=lambda v: {"$blob": bytes(v).hex()})
-
-
-def keep(db: Any, session: Any, queries: list[str], binds: dict) -> None:
+def keep(session: Any, queries: list[str], binds: dict) -> None:
     """After a call on a world that keeps its reads: the queries it ran (``binds``: the
-    call's parameters) kept, by the world's own connection. A query this connection kept
-    already costs a lookup (kept reads are never taken back while the world lives)."""
+    call's parameters) kept until the world's next write (``readlog``). A query this
+    connection kept already costs a lookup (kept reads are never taken back while the world
+    lives)."""
     if not queries or session.world is None:
         return
     conn, world = session.conn, session.world.id
@@ -83,29 +73,23 @@ def keep(db: Any, session: Any, queries: list[str], binds: dict) -> None:
     fresh = [q for q in dict.fromkeys(queries) if (world, q, given) not in seen]
     if not fresh:
         return
-    params = params_text(binds)
-    new = [(q, params) for q in fresh]
-    if len(new) == 1:  # (one statement: its own transaction, no BEGIN ... COMMIT round)
-        conn.execute(_INSERT, (world, new[0][0], params, time.time()))
-    else:
-        with db.write(conn):
-            record(conn, world, new)
+    if readlog.add(conn, world, fresh, binds):
+        readlog.write_all(conn)  # (the oldest waited a second: written now)
     seen.update((world, q, given) for q in fresh)
     if len(seen) > 100_000:
         seen.clear()
 
 
-def record(conn: apsw.Connection, world: int, reads: Iterable[tuple[str, str]]) -> None:
-    """Keep ``reads`` (query, params as ``params_text``) of ``world`` (those kept already stay
-    as they were)."""
-    now = time.time()
-    rows = [(world, query, params, now) for query, params in reads]
-    if rows:
-        conn.executemany(_INSERT, rows)
+def unsure(conn: apsw.Connection) -> None:
+    """A write on ``conn`` failed: the reads its transaction held may be gone with it, so
+    each is kept again when next run."""
+    _SEEN.pop(conn, None)
 
 
 def kept(conn: apsw.Connection, world: int) -> list[tuple[str, Any, float]]:
-    """The world's reads, first read first: (query, params, when)."""
+    """The world's reads, first read first: (query, params, when); those this process
+    hasn't written yet are written first (by ``conn``)."""
+    readlog.write_all(conn)
     rows = all_rows(
         conn.execute(
             "SELECT query, params, first FROM main._chronos_reads WHERE world = ? "
@@ -117,6 +101,7 @@ def kept(conn: apsw.Connection, world: int) -> list[tuple[str, Any, float]]:
 
 
 def forget(conn: apsw.Connection, world: int) -> None:
+    readlog.forget(conn, world)
     conn.execute("DELETE FROM main._chronos_reads WHERE world = ?", (world,))
 
 
