@@ -4,11 +4,15 @@ and replay: a kept world made again from what it recorded, and compared.
 Where the time goes. The forks are one write transaction (a world's fork is a catalog row: no
 rows copied, from main or a world). Each world's script is one write transaction on the world's
 own connection: its writes go to the overlay (a few rows of a big table cost a few overlay rows,
-never a copy of the table), and SQLite lets one writer at a time commit, so scripts queue on the
-write lock while the scores, reads, run beside them on the other threads. The worlds not kept
-are discarded together in one last transaction (their overlay rows deleted by index). Each
-thread has a database of its own (a ``Database`` isn't shared): a world's connection and its
-placement (its TEMP views) is the fixed cost per world.
+never a copy of the table; main's row count, which decides that, is counted once for all the
+worlds), and SQLite lets one writer at a time commit, so scripts queue on the write lock while
+the scores, reads, run beside them on the other threads. The worlds not kept are discarded
+together in one last transaction (their overlay rows deleted by index). Each thread has a
+database of its own (a ``Database`` isn't shared): a world's connection and its placement (its
+TEMP views and triggers) is the fixed cost per world, about two thirds of it. Threads gain
+little: SQLite prepares that placement calling the guard (Python, under the GIL) for each
+action, and counts its memory under one lock for the whole process (which the memory limit
+needs); measured, materializing ahead of the write lock gained nothing.
 
 ``random()`` is replaced on those connections (``seeded``): SQLite can't give its own back on a
 connection once an app's has replaced it, so the simulation's connections are its own, closed at

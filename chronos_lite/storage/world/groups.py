@@ -36,9 +36,9 @@ def group_of(
                 return None
             continue
         t = writers[m].t
-        if not worldstate.copies_whole(conn, t, any_size=True):  # (main's legacy NULL keys)
+        if not worldstate.copies_whole(conn, t, m, any_size=True):  # (main's legacy NULL keys)
             return None
-        rows += 0 if m in session.bigger else worldstate.main_count(conn, t)
+        rows += 0 if m in session.bigger else worldstate.main_count(conn, t, m)
     return members if rows <= worldstate.whole_rows(conn) else None
 
 

@@ -117,7 +117,7 @@ def _place(
         for _name, (n, t) in schema.tables.items()
         if n in session.materialized
         and n not in grouped
-        and worldstate.copies_whole(conn, t, n in session.bigger)
+        and worldstate.copies_whole(conn, t, n, n in session.bigger)
     }
     session.native = native_tables(writers, session.whole) | set(grouped)
     made, own = world_objects(
@@ -274,7 +274,7 @@ def _materialize(session: Session, wt: WorldTable, native: bool | None = None) -
     assert session.schema is not None and session.world is not None  # (a placed world)
     conn, schema, world = session.conn, session.schema, session.world
     t, n = wt.t, wt.n
-    whole = bool(native) or worldstate.copies_whole(conn, t, n in session.bigger)
+    whole = bool(native) or worldstate.copies_whole(conn, t, n, n in session.bigger)
     if native is None:
         native = whole and worldnative.eligible(wt)
     made, names = table_objects(schema, wt, whole, native)

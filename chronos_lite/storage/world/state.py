@@ -288,12 +288,25 @@ def whole_rows(conn: apsw.Connection) -> int:
     return WHOLE_ROWS if row is None else int(row[0])
 
 
-def main_count(conn: apsw.Connection, t: TableInfo) -> int:
-    """The rows of main's table (SQLite counts them by the b-tree)."""
-    return one_row(conn.execute(f"SELECT count(*) FROM main.{quote_ident(t.stored)}"))[0]
+# main's rows of a table as last counted: (file, table, number) -> (its history's last seq, rows)
+_counted: dict[tuple[str, str, int], tuple[int, int]] = {}
 
 
-def copies_whole(conn: apsw.Connection, t: TableInfo, any_size: bool = False) -> bool:
+def main_count(conn: apsw.Connection, t: TableInfo, n: int) -> int:
+    """The rows of main's table (SQLite counts them by the b-tree: every page of a big table);
+    counted again only once its history moved on (every write of main's rows adds to it), so
+    many worlds' first writes (simulate's) count a big table once."""
+    last = one_row(conn.execute(f"SELECT coalesce(max({SEQ}), 0) FROM main.{history_table(n)}"))
+    key = (conn.filename, t.stored, n)
+    known = _counted.get(key)
+    if known is not None and known[0] == last[0]:
+        return known[1]
+    rows = one_row(conn.execute(f"SELECT count(*) FROM main.{quote_ident(t.stored)}"))[0]
+    _counted[key] = (last[0], rows)
+    return rows
+
+
+def copies_whole(conn: apsw.Connection, t: TableInfo, n: int, any_size: bool = False) -> bool:
     """Whether a world's connection keeps a whole copy of the table (main's rows and the
     world's), read as SQLite reads a table, rather than main's rows and the world's apart: a
     table of at most ``whole_rows`` rows (``any_size``: whatever its size), without main's
@@ -301,7 +314,7 @@ def copies_whole(conn: apsw.Connection, t: TableInfo, any_size: bool = False) ->
     main = f"main.{quote_ident(t.stored)}"
     if t.fts_content:
         return False
-    if not any_size and main_count(conn, t) > whole_rows(conn):
+    if not any_size and main_count(conn, t, n) > whole_rows(conn):
         return False
     if t.key_kind not in ("single", "composite"):
         return True
