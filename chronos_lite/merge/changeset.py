@@ -18,6 +18,7 @@ from typing import cast
 
 from ..sqltext import quote_ident
 from ..storage.db import Database, Session
+from ..storage.fetch import one_row
 from ..storage.schema.catalog import TableInfo
 from ..storage.shadow import DEAD, OP, SEQ, WORLD, history_table, overlay_table
 from ..storage.worlds import World
@@ -109,17 +110,34 @@ class TableQuery:
         else:  # (a table the parent doesn't have yet)
             changed = "0"
         self.outputs = [f"k{i}" for i in range(self.width)]
+        joined = (
+            f" FROM {o} AS e "
+            f"LEFT JOIN {o} AS fz ON fz.{WORLD} = :frozen AND {on('fz', 'e')} "
+            f"LEFT JOIN {h} AS hb ON hb.{SEQ} = (SELECT min(h2.{SEQ}) FROM {h} AS h2 "
+            f"WHERE {on('h2', 'e')} AND h2.{SEQ} > :horizon) "
+            f"LEFT JOIN main.{quote_ident(t.stored)} AS m ON {live_on} "
+            f"WHERE e.{WORLD} = :world AND e.{SEQ} > :fork"
+        )
         self.rows = (
             f"SELECT kind, changed, {', '.join(self.outputs)} FROM ("
             f"SELECT {kind} AS kind, CASE WHEN {fresh} THEN 0 ELSE {changed} END AS changed, "
             f"{same} AS same, "
             + ", ".join(f"e.{k} AS k{i}" for i, k in enumerate(keys))
-            + f" FROM {o} AS e "
-            f"LEFT JOIN {o} AS fz ON fz.{WORLD} = :frozen AND {on('fz', 'e')} "
-            f"LEFT JOIN {h} AS hb ON hb.{SEQ} = (SELECT min(h2.{SEQ}) FROM {h} AS h2 "
-            f"WHERE {on('h2', 'e')} AND h2.{SEQ} > :horizon) "
-            f"LEFT JOIN main.{quote_ident(t.stored)} AS m ON {live_on} "
-            f"WHERE e.{WORLD} = :world AND e.{SEQ} > :fork) WHERE NOT same"
+            + f"{joined}) WHERE NOT same"
+        )
+        # per column: whether a change writes it (an update that changed it; any delete or insert)
+        bases = zip(_copy_columns(t, "fz"), _copy_columns(t, "hb"), _main_columns(t, "m"))
+        differs = [
+            f"{mine} IS NOT (CASE WHEN {frozen} THEN {fz} WHEN {past} THEN {hb} ELSE {m} END) "
+            f"COLLATE BINARY"
+            for mine, (fz, hb, m) in zip(ours, bases, strict=True)
+        ]
+        self.columns = (
+            "SELECT max(kind <> 1), "
+            + ", ".join(f"max(kind = 1 AND d{i})" for i in range(len(differs)))
+            + f" FROM (SELECT {kind} AS kind, {same} AS same, "
+            + ", ".join(f"{d} AS d{i}" for i, d in enumerate(differs))
+            + f"{joined}) WHERE NOT same"
         )
 
 
@@ -158,6 +176,17 @@ class ChangeSet:
         out: Counter = Counter()
         for (kind, _changed), n in self.counts.get(table, Counter()).items():
             out[kind] += n
+        return out
+
+    def changed_columns(self) -> list[tuple[str, str]]:
+        """(table, column) of each column the changes write, by table, in the table's order:
+        every column of a table with a row deleted or inserted, else those an update changed
+        (one aggregate per table, no row read into Python)."""
+        out = []
+        for table in sorted(self.counts):
+            q = self.queries[table]
+            whole, *each = one_row(self.parent.conn.execute(q.columns, q.params))
+            out += [(table, c) for c, d in zip(q.t.column_names, each) if whole or d]
         return out
 
     @property

@@ -43,6 +43,13 @@ class Listed:
     def each(self) -> Iterator[Change]:
         return iter(self.changes)
 
+    def changed_columns(self) -> list[tuple[str, str]]:
+        changed: dict[tuple[str, str], None] = {}
+        for c in self.changes:
+            for col in c.fields if c.kind == "update" else c.t.column_names:
+                changed[(c.table, col)] = None
+        return list(changed)
+
 
 class Counted:
     """A world's changes as ``changeset.ChangeSet`` counts and pages them in SQL; all of them
@@ -72,6 +79,9 @@ class Counted:
     def page(self, offset: int, limit: int) -> list[Change]:
         return self.set.page(offset, limit)
 
+    def changed_columns(self) -> list[tuple[str, str]]:
+        return self.set.changed_columns()
+
 
 @dataclass
 class Diff:
@@ -96,6 +106,10 @@ class Diff:
     def page(self, offset: int, limit: int) -> list[Change]:
         """Changes ``offset`` to ``offset + limit`` of ``ordered``."""
         return self.source.page(offset, limit)
+
+    def changed_columns(self) -> list[tuple[str, str]]:
+        """(table, column) of each column the changes write."""
+        return self.source.changed_columns()
 
     @property
     def rows(self) -> int:

@@ -9,7 +9,8 @@ from ..errors import CONFLICT, ChronosError
 from ..storage.db import Database
 from ..storage.worlds import World
 from .apply import position, prepare
-from .diff import page_footer, row_text
+from .diff import diff, page_footer, row_text
+from .readers import readers
 from .request import Options
 from .schema import Step
 from .tally import tally
@@ -44,6 +45,7 @@ def preview(
     first = [["(merge)", "", "blocked", blocked, None, None, None, None]] if blocked else []
     text = render.table(COLUMNS, first + summary + schema + page)
     footer = page_footer(offset, len(page), counted.total, "rows", "merge_preview")
+    read_by, read_data = _readers(db, world, opts) if offset == 0 else ("", None)
     tail = [
         f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
         f"version={world.version} (MERGE WORLD {name} AT VERSION {world.version}) to merge "
@@ -79,7 +81,17 @@ def preview(
         "total": counted.total,
         "rows": [_row_data(o) for o in counted.page],
     }
-    return "\n".join([text, *([footer] if footer else []), *tail]), data
+    if read_data is not None:
+        data["readers"] = read_data
+    return "\n".join([text, *([footer] if footer else []), *read_by, *tail]), data
+
+
+def _readers(db: Database, world: World, opts: Options) -> tuple[list[str], dict]:
+    """What reads the columns the merge changes (on the first page): DIFF ... READERS' (what
+    no declared reader reads, where the database declares some)."""
+    tables = set(opts.only_tables) if opts.only_tables is not None else None
+    text, data = readers(db, diff(db, world, tables), uncovered_always=False)
+    return [f"What reads the changed columns: {text}"], data
 
 
 def _settled(opts: Options) -> bool:

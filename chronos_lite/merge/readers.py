@@ -15,20 +15,11 @@ from .diff import Diff
 COLUMNS = ["table", "column", "reader", "kind"]
 
 
-def changed_columns(d: Diff) -> list[tuple[str, str]]:
-    """(table, column) of each column the diff changes, in the order first met."""
-    changed: dict[tuple[str, str], None] = {}
-    for c in d.each():  # (one at a time: a world may have changed many rows)
-        cols = c.fields if c.kind == "update" else c.t.column_names
-        for col in cols:
-            changed[(c.table, col)] = None
-    return list(changed)
-
-
-def readers(db: Database, d: Diff) -> tuple[str, dict]:
+def readers(db: Database, d: Diff, uncovered_always: bool = True) -> tuple[str, dict]:
     """The text and data (``readers``: one entry per reader of a changed column, ``uncovered``:
-    the changed ``table.column`` names no declared reader reads)."""
-    changed = changed_columns(d)
+    the changed ``table.column`` names no declared reader reads; said in the text only where
+    some reader is declared, unless ``uncovered_always``)."""
+    changed = d.changed_columns()
     found = _schema_readers(db, changed)
     names = [f"{table}.{col}" for table, col in changed]
     marked = declared.reading(db.main.conn, names)
@@ -47,7 +38,7 @@ def readers(db: Database, d: Diff) -> tuple[str, dict]:
     else:
         rows = [[f["table"], f["column"], f["reader"], f["kind"]] for f in found]
         text = head + "; read by:\n" + render.table(COLUMNS, rows)
-    if uncovered:
+    if uncovered and (uncovered_always or declared.listing(db.main.conn)):
         text += (
             f"\nno declared reader reads {', '.join(uncovered)} (MARK READER name READS "
             f"(table.column, ...) declares one)"

@@ -116,9 +116,9 @@ def merge_op(db: Database, args: Args, caller: Caller) -> Reply:
     "Preview a merge",
     "What merge would do with the same parameters, without doing it: a row per table first "
     "(outcome summary), then the rows it deletes, then the rest, each with its outcome (apply, "
-    "conflict, combined, theirs, by hand), why, and the base, ours, theirs and result rows. "
-    "Pages of limit (default 20) from offset; pass the version it names with later pages and "
-    "with merge.",
+    "conflict, combined, theirs, by hand), why, and the base, ours, theirs and result rows; "
+    "then what reads the changed columns (as diff with readers). Pages of limit (default 20) "
+    "from offset; pass the version it names with later pages and with merge.",
     read_only=True,
     idempotent=True,
 )

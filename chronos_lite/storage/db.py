@@ -14,10 +14,11 @@ from pathlib import Path
 import apsw
 
 from ..errors import NOT_FOUND, ChronosError
-from . import events, faults, guard, limits, moments, readlog, schemasync, shadow, worlds
+from . import events, faults, guard, limits, moments, schemasync, shadow, worlds
 from .branchref import BranchRef
 from .faults import FILE_GONE, NOT_A_DATABASE
 from .fetch import one_row
+from .governance import readlog
 from .schema.catalog import TableInfo, table_info, user_tables
 from .world import placement
 from .world import schema as worldschema
@@ -121,10 +122,9 @@ class Database:
 
     def close(self) -> None:
         readlog.write_closing(self._main.conn)  # (reads no write rests on yet: kept all the same)
-        for s in self._worlds.values():
+        for s in (*self._worlds.values(), self._main):
             s.conn.close()
         self._worlds.clear()
-        self._main.conn.close()
         self._header.xClose()
 
     def interrupt(self) -> None:

@@ -24,8 +24,9 @@ from typing import Any
 
 import apsw
 
-from . import readlog, worlds
+from . import worlds
 from .fetch import all_rows, one_row
+from .governance import readlog
 from .moments import show_moment
 from .shadow import SEQ, TIME, history_table
 from .worlds import World

@@ -304,3 +304,43 @@ def test_sql_reads_the_readers_table_but_only_the_statements_change_it(shop):
                 shop.call("sql", caller, sql=sql)
             assert info.value.code == "42501"
     assert show(shop)[0][:3] == ["billing", "users.email", "yes"]
+
+
+def test_merge_preview_ends_with_what_reads_the_changed_columns(shop):
+    shop.fork("t")
+    shop.sql("update users set email = 'ada@y.org', name = 'Ada L.' where id = 1", branch="t")
+    plain = shop.call("merge_preview", branch="t")
+    said = plain.text.split("What reads the changed columns: ")[1]
+    assert said.startswith("2 changed columns on t; read by:")
+    assert "users | email  | users_email | index" in said
+    assert "no declared reader" not in said  # (none declared: nothing to cover)
+    assert plain.data["readers"]["uncovered"] == ["users.name", "users.email"]
+    shop.sql("MARK READER billing READS (users.email) CRITICAL")
+    marked = shop.call("merge_preview", branch="t")
+    assert "users | email  | billing     | critical reader" in marked.text
+    assert "no declared reader reads users.name (MARK READER" in marked.text
+    assert marked.text.index("What reads") < marked.text.index("t is at version")
+    later = shop.call("merge_preview", branch="t", limit=1, offset=1)  # (the first page's)
+    assert "What reads" not in later.text and "readers" not in later.data
+
+
+def test_the_changed_columns_sql_finds_are_those_the_changes_show(shop):
+    from chronos_lite.merge import diff as merge_diff
+
+    shop.sql("create table tags(id integer primary key, label text, note text)")
+    shop.sql("insert into tags values (1, 'a', null), (2, 'b', 'x')")
+    shop.fork("t")
+    shop.sql(
+        "update users set plan = 'pro' where id = 1; update users set name = 'Bo' where id = 2; "
+        "update users set email = null where id = 2; update tags set note = 'y' where id = 1; "
+        "update tags set label = 'B' where id = 2; update tags set label = 'b' where id = 2",
+        branch="t",
+    )
+    db = shop.database
+    d = merge_diff.diff(db, db.world("t"))
+    in_python = merge_diff.Listed(d.changes).changed_columns()
+    assert sorted(d.changed_columns()) == sorted(in_python)
+    assert d.changed_columns() == [("tags", "note"), ("users", "email"), ("users", "plan")]
+    shop.sql("insert into tags values (3, 'c', null)", branch="t")
+    found = merge_diff.diff(db, db.world("t")).changed_columns()
+    assert found == [("tags", "id"), ("tags", "label"), ("tags", "note"), *found[3:]]

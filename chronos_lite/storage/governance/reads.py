@@ -5,7 +5,7 @@ world's parent as it was at the fork and as it is now, and what differs changed 
 
 A world keeps them when its meta says ``check_reads`` (its fork said so, or its agent's merge
 policy has the rule). A new read waits in memory until the world's next write, which writes
-it in its own transaction (``storage/readlog.py``); they are forgotten with the world.
+it in its own transaction (``readlog``); they are forgotten with the world.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 import apsw
 
 from ...errors import REFUSED, ChronosError
-from .. import readlog
 from ..fetch import all_rows
-from . import policies
+from . import policies, readlog
 
 _SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per connection: kept already
 
