@@ -142,9 +142,10 @@ def _replicating(folder: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            pid = handle.read().strip() or "another process"
+            pid = handle.read().strip()
+            by = f"process {pid}" if pid.isdigit() else "another process"
             raise ChronosError(
-                f"{folder} is already being replicated (pid {pid}): one Litestream per "
+                f"{folder} is already being replicated by {by}: one Litestream per "
                 "database; stop that one first",
                 IN_USE,
             ) from None
@@ -169,7 +170,7 @@ def replicate(folder: str | os.PathLike, url: str, say: Callable[[str], None]) -
         )
     program = binary()
     with _replicating(db.parent):
-        say(f"replicating {db} to {target} with Litestream ({program}); Ctrl-C stops it")
+        say(f"replicating {db} to {target} with Litestream; Ctrl-C stops it")
         return _run_until_stopped([program, "replicate", str(db), target], say)
 
 
