@@ -303,22 +303,22 @@ def _restore_replica(argv: list[str]) -> int:
 
     with litestream.restoring(ns.url, ns.folder) as restored:
         with chronos_lite.open(restored) as db:
-            checked = _checked(db)
+            checked = _checked(db, restored, ns.folder)
         print(render.terminal(checked))
     print(render.terminal(f"restored {ns.url} into {ns.folder}"))
     return 0
 
 
-def _checked(db: chronos_lite.Chronos) -> str:
-    """What chronos checks of a restored folder, as text; a fault refuses it."""
-    # TODO(issue 29): switch to `return db.call("verify").text` once the verify operation is in
-    # the registry (integrity_check and every branch's content hash); until then SQLite's own:
-    problems = [r[0] for r in db.database.main.conn.execute("pragma integrity_check")]
-    if problems != ["ok"]:
-        shown = "; ".join(map(str, problems[:5]))
-        raise ChronosError(f"the restored file fails SQLite's integrity check: {shown}")
-    names = [b["name"] for b in db.call("branches").data["branches"]]
-    return f"integrity_check: ok; branches: {', '.join(names)}"
+def _checked(db: chronos_lite.Chronos, temp: Path, destination: str) -> str:
+    """The verify operation on a restored folder (SQLite's integrity check and each branch's
+    content hash), its text naming the folder it becomes; a copy that fails it is refused."""
+    reply = db.call("verify")
+    text = reply.text.replace(str(temp), destination)
+    if not reply.data.get("ok"):
+        raise ChronosError(
+            f"the restored copy fails chronos' check, so {destination} was not made:\n{text}"
+        )
+    return text
 
 
 def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:

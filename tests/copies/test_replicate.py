@@ -141,7 +141,10 @@ def test_replica_follows_writes_forks_merges_and_restores(program, tmp_path):
     restored = tmp_path / "restored"
     out = run_cli("restore-replica", url, restored)
     assert f"restored {url} into {restored}" in out.stdout
-    assert "ok" in out.stdout
+    assert "integrity ok" in out.stdout and str(tmp_path / ".restored") not in out.stdout
+    # every branch's content hash the same as the source's (verify against the source)
+    same = run_cli(restored, "verify", "--against", folder, "--json").stdout
+    assert '"ok": true' in same and '"same": false' not in same, same
     assert not list(tmp_path.glob(".restored.restoring-*"))
     assert views(restored) == views(folder)
     # chronos works on it: a fork, a write, a merge, and going back to the checkpoint
