@@ -136,7 +136,13 @@ def _inside(url: str, folder: Path) -> bool:
 def _replicating(folder: Path) -> Iterator[None]:
     """Hold the folder's replicate lock (an flock: it goes with the process, however it dies)."""
     path = folder / LOCK_FILE
-    handle: IO[str] = path.open("a+")
+    try:
+        handle: IO[str] = path.open("a+")
+    except OSError as exc:  # (Litestream would fail too: it writes beside the file)
+        raise ChronosError(
+            f"can't write in {folder} ({exc.strerror}): replicating needs the folder writable",
+            IN_USE,
+        ) from None
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -175,7 +181,7 @@ def replicate(folder: str | os.PathLike, url: str, say: Callable[[str], None]) -
 
 
 def _run_until_stopped(cmd: list[str], say: Callable[[str], None]) -> int:
-    """Run Litestream in the foreground: its log on our stderr, SIGTERM passed on to it, Ctrl-C
+    """Run Litestream in the foreground: its log on our stdout, SIGTERM passed on to it, Ctrl-C
     (which the terminal sent it too) waited out."""
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
 
