@@ -262,6 +262,22 @@ class Chronos:
         given: dict[str, Any] = {"world": world, "as": keep_as}
         return self._value("replay", **given)
 
+    def backup(self, to: str | os.PathLike, replace: bool = False) -> dict[str, Any]:
+        """A checked copy of the whole database in the new folder ``to`` (see ``backup``):
+        where, when, its size and its branches."""
+        return self._value("backup", to=str(to), replace=replace)
+
+    def verify(self, against: str | None = None) -> Any:
+        """This database checked as a copy: integrity, every branch's hash, and each compared
+        with ``against`` (a folder, ``folder@when``) or the source a backup recorded
+        (``.ok``, ``.branches``)."""
+        given: dict[str, Any] = {"against": against} if against else {}
+        return self._value("verify", **given)
+
+    def hash(self, branch: str = "main") -> Any:
+        """The content hash of ``branch`` (``name@when`` too): ``.hash``, ``.tables``."""
+        return self._value("hash", branch=branch)
+
     def call(self, operation: str, caller: Caller | None = None, **args: Any) -> Reply:
         """Any registry operation, exactly as the CLI and MCP run it (same checks, same text)."""
         return REGISTRY.call(self.database, operation, args, caller or self.caller)

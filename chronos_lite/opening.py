@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import apsw
 
@@ -32,17 +33,17 @@ def open_folder(folder: str | os.PathLike, *, keep_temp: bool = False) -> Databa
     return database
 
 
-def open_more(database: Database, on_connect: more.Hook | None = None) -> Database:
-    """Another database on an open one's folder, for a thread of a call's own: its connections
-    get the system tables, then ``on_connect``; TEMP objects kept between its calls; no
-    pruning (the first did that)."""
+def open_more(folder: Path, on_connect: more.Hook | None = None) -> Database:
+    """Another database on an open one's folder, for a thread of a call's own (or on another
+    folder, read as it is): its connections get the system tables, then ``on_connect``; TEMP
+    objects kept between its calls; no pruning (the first did that)."""
 
     def connected(db: Database, conn: apsw.Connection) -> None:
         vtab.register(db, conn)
         if on_connect is not None:
             on_connect(conn)
 
-    return _database(database.folder, connected, True)  # (a world's TEMP objects last: one
+    return _database(folder, connected, True)  # (a world's TEMP objects last: one
     # thread's, closed at its end, so its script's and its score's calls share what they build)
 
 

@@ -75,6 +75,8 @@ NORMALIZE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bca_[0-9a-f]{8}_[A-Za-z0-9_-]{43}"), "ca_<token>"),
     # how long a simulation took: `6 worlds from main in 23 ms, best first`
     (re.compile(r"\bin \d+ ms, best first\b"), "in <n> ms, best first"),
+    # how long a backup took: `(main, w1) in 41 ms; checked`
+    (re.compile(r"\bin \d+ ms; checked\b"), "in <n> ms; checked"),
     # a safe-mode session's name (its worlds' owner, history's who): random per session
     (re.compile(r"\bsafe:[0-9a-f]{6}\b"), "safe:<session>"),
 ]

@@ -8,7 +8,7 @@ import os
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import apsw
@@ -22,6 +22,7 @@ from .governance import readlog
 from .schema.catalog import TableInfo, table_info, user_tables
 from .world import placement
 from .world import schema as worldschema
+from .world import views as worldviews
 from .world.placement import Session
 from .world.schema import BranchSchema
 from .world.sql import CTX_DDL
@@ -163,10 +164,8 @@ class Database:
         """Drop the pages every connection keeps in memory (after a corrupt read: once the
         disk reads right again, so does chronos)."""
         for session in self._sessions():
-            try:
+            with suppress(apsw.Error):
                 session.conn.execute("pragma shrink_memory")
-            except apsw.Error:
-                pass
 
     def end_transactions(self) -> bool:
         """Roll back any transaction a call left open on any connection; whether there was one
@@ -483,9 +482,10 @@ class Database:
         return self.past_session(ref.name, when, str(ref))
 
     def past_session(
-        self, name: str, when: float, branch: str, seqs: dict | None = None
+        self, name: str, when: float, branch: str, seqs: dict | None = None, clock: int = 0
     ) -> Session:
-        """Branch ``name`` as it was at ``when`` (``branch``: its spelling); or main at ``seqs``."""
+        """Branch ``name`` as it was at ``when`` (``branch``: its spelling); main at ``seqs``, a
+        world at the world ``clock`` (exact: a backup's moment) when given."""
         conn = self._main.conn
         if name == "main":
             schema = self.schema_for(None)
@@ -494,7 +494,7 @@ class Database:
         else:
             world = self.world(name)
             moments.check_world_moment(conn, world, when, branch)
-            schema, at = self.schema_for(world), when
+            schema, at = self.schema_for(world), (worldviews.Clock(clock) if clock else when)
             world = dataclasses.replace(world, name=branch)
         session = self._pooled(0)
         session.world, session.past = world, True
@@ -502,7 +502,7 @@ class Database:
             "past",
             name,
             json.dumps(world.base),
-            at,
+            repr(at),  # (a Clock's value reads apart from a time's)
             self._schema_version,
             worldschema.signature(conn),
         )

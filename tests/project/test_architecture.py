@@ -25,6 +25,7 @@ LAYERS = {
     "chronos_lite.vtab": 3,
     "chronos_lite.merge": 2,
     "chronos_lite.search": 2,
+    "chronos_lite.copies": 2,
     "chronos_lite.history": 1,
     "chronos_lite.storage": 0,
     # used by every layer: the error type, psql-style tables, reading SQL text, the names' rule

@@ -62,10 +62,15 @@ def main_as_of(t: TableInfo, n: int, seq: int, with_rowid: bool = False) -> str:
     return f"{live} UNION ALL {past}"
 
 
+class Clock(int):
+    """A moment given as the world clock's value rather than a time: exact, as writes tick the
+    clock inside their transactions, in the order they commit (a backup's moment)."""
+
+
 def world_at(
     t: TableInfo, n: int, world: int, seq: int, at: float, with_rowid: bool = False
 ) -> str:
-    """The world's rows as they were at moment ``at``.
+    """The world's rows as they were at moment ``at`` (a time, or a ``Clock``).
 
     The world's entry for a key then is its first history record after ``at`` (the entry as it
     was before that change, or that there was none), else its entry now. Keys without an entry
@@ -73,7 +78,8 @@ def world_at(
     """
     o, h = f"main.{overlay_table(n)}", f"main.{history_table(n)}"
     wh = f"main.{world_history_table(n)}"
-    when = repr(float(at))
+    when = str(int(at)) if isinstance(at, Clock) else repr(float(at))
+    by = SEQ if isinstance(at, Clock) else TIME  # (the column a moment is read by)
 
     def had_entry(match) -> str:
         # Overlay entries are only ever rewritten (each rewrite recorded first), never deleted
@@ -82,7 +88,7 @@ def world_at(
         return (
             f"(EXISTS (SELECT 1 FROM {o} AS o WHERE o.{WORLD} = {world} AND {match('o')}) AND "
             f"coalesce((SELECT x.{OP} FROM {wh} AS x WHERE x.{WORLD} = {world} AND {match('x')} "
-            f"AND x.{TIME} > {when} ORDER BY x.{TIME}, x.rowid LIMIT 1), 1))"
+            f"AND x.{by} > {when} ORDER BY x.{by}, x.rowid LIMIT 1), 1))"
         )
 
     rowid = f", _m.rowid AS {quote_ident(ROWID_COL)}" if with_rowid else ""
@@ -105,12 +111,12 @@ def world_at(
     now = (
         f"SELECT {own_cols} FROM {o} AS e WHERE e.{WORLD} = {world} AND e.{DEAD} = 0 "
         f"AND NOT EXISTS (SELECT 1 FROM {wh} AS x WHERE x.{WORLD} = {world} "
-        f"AND {_same_key(t, 'x', 'e')} AND x.{TIME} > {when})"
+        f"AND {_same_key(t, 'x', 'e')} AND x.{by} > {when})"
     )
     then = (
-        f"SELECT {own_cols} FROM {wh} AS x WHERE x.{WORLD} = {world} AND x.{TIME} > {when} "
+        f"SELECT {own_cols} FROM {wh} AS x WHERE x.{WORLD} = {world} AND x.{by} > {when} "
         f"AND x.{OP} = 1 AND x.{DEAD} = 0 AND NOT EXISTS (SELECT 1 FROM {wh} AS y "
-        f"WHERE y.{WORLD} = {world} AND {_same_key(t, 'y', 'x')} AND y.{TIME} > {when} "
-        f"AND (y.{TIME} < x.{TIME} OR (y.{TIME} = x.{TIME} AND y.rowid < x.rowid)))"
+        f"WHERE y.{WORLD} = {world} AND {_same_key(t, 'y', 'x')} AND y.{by} > {when} "
+        f"AND (y.{by} < x.{by} OR (y.{by} = x.{by} AND y.rowid < x.rowid)))"
     )
     return f"{live} UNION ALL {past} UNION ALL {now} UNION ALL {then}"
