@@ -29,7 +29,9 @@ def shop(db):
     db.sql("create table tags(name text, note)")  # (no primary key: rows as a multiset)
     db.sql("insert into tags values ('a', null), ('b', x'00ff'), ('c', 1.5)")
     db.fork("w1")
-    db.sql("update items set price = 0 where id <= 10; delete from tags where name = 'b'", branch="w1")
+    db.sql(
+        "update items set price = 0 where id <= 10; delete from tags where name = 'b'", branch="w1"
+    )
     db.fork("w2")
     return db
 
@@ -141,7 +143,9 @@ def test_a_backup_during_a_write_storm_holds_every_acknowledged_write(shop, tmp_
             i = 0
             while not stop.is_set() and i < 5000:
                 i += 1
-                db.sql("insert into items(id, name) values ($1, 'storm')", 100_000 + i, branch=branch)
+                db.sql(
+                    "insert into items(id, name) values ($1, 'storm')", 100_000 + i, branch=branch
+                )
                 acked[branch].append((100_000 + i, time.time()))
 
     writers = [threading.Thread(target=write, args=(b,), daemon=True) for b in acked]
