@@ -326,7 +326,7 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
     the command starts opening the folder until the call ends."""
     opened: list[Any] = []
     progress = BuildProgress()
-    simulating = BuildProgress(lambda what: what)
+    counted = BuildProgress(lambda what: what)
     canceller = Canceller(lambda: opened and opened[0].interrupt())  # stops SQLite at once
     try:
 
@@ -338,23 +338,34 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
                 from .search.text import PROGRESS  # (imported by the call that may use it)
 
                 shown = PROGRESS.set(progress)  # (a long index build shows a bar)
-                if name == "simulate":  # (and a simulation, its worlds as they are done)
-                    from .statements.simulation import PROGRESS as WORLDS
-
-                    shown_worlds = WORLDS.set(simulating)
+                own = _own_bar(name)  # (a simulation's worlds, a backup's pages, as done)
+                shown_own = own.set(counted) if own is not None else None
                 try:
-                    with WhileLong(f"{cli_name(name)} running", [progress, simulating]):
+                    with WhileLong(f"{cli_name(name)} running", [progress, counted]):
                         return REGISTRY.call(db, name, args)
                 finally:
                     progress.close()
                     PROGRESS.reset(shown)
-                    if name == "simulate":
-                        simulating.close()
-                        WORLDS.reset(shown_worlds)
+                    if own is not None and shown_own is not None:
+                        counted.close()
+                        own.reset(shown_own)
 
         return canceller.run(call)
     finally:
         canceller.close()
+
+
+def _own_bar(name: str) -> Any:
+    """The progress an operation reports as it goes (its ContextVar), if it has one."""
+    if name == "simulate":
+        from .statements.simulation import PROGRESS as WORLDS
+
+        return WORLDS
+    if name == "backup":
+        from .copies.backup import PROGRESS as PAGES
+
+        return PAGES
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -24,6 +24,10 @@ OWN_TABLES = (
     "chronos' own tables (_chronos_*) can't be changed with SQL, and no table, view, index or "
     "trigger may take a _chronos_ name: use the operations (fork, discard, set_meta, ...)"
 )
+LITESTREAM_TABLES = (
+    "Litestream's own tables (_litestream_*) can't be changed with SQL: they keep its place in "
+    "the file as it replicates (a change would break the replica)"
+)
 
 
 class ChronosError(Exception):

@@ -15,6 +15,8 @@ from ..storage.world import schema as worldschema
 def refused(access: guard.Access, denial: guard.Denial) -> ChronosError:
     """The error for what the guard refused: chronos' own objects and main's tables say so;
     writes and settings as the caller's rights put it."""
+    if denial.kind == "own" and denial.name.lower().startswith("_litestream_"):
+        return ChronosError(errors.LITESTREAM_TABLES, errors.REFUSED)
     if denial.kind == "own":
         return ChronosError(errors.OWN_TABLES, errors.REFUSED)
     if denial.kind == "main":

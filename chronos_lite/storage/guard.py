@@ -364,7 +364,9 @@ def _changes_temp(op: int, one: str, db: str | None) -> bool:
 
 
 def _ours(name: str) -> bool:
-    return name.lower().startswith(PREFIX)
+    """Chronos' own objects, and Litestream's (its bookkeeping in the file as it replicates:
+    no statement writes them, or replication breaks)."""
+    return name.lower().startswith((PREFIX, "_litestream_"))
 
 
 def _secret(table: str, column: str) -> bool:

@@ -143,10 +143,12 @@ def sync(conn: apsw.Connection) -> dict[str, tuple[int, TableInfo]]:
 
 
 def app_tables_sql(conn: apsw.Connection) -> dict[str, str]:
-    """The app's tables' CREATE statements, by name (chronos' and SQLite's own left out)."""
+    """The app's tables' CREATE statements, by name (chronos', SQLite's and Litestream's own
+    left out)."""
     rows = conn.execute(
         "select name, sql from sqlite_schema where type = 'table' "
-        "and name not like 'sqlite!_%' escape '!' and name not like '!_chronos!_%' escape '!'"
+        "and name not like 'sqlite!_%' escape '!' and name not like '!_chronos!_%' escape '!' "
+        "and name not like '!_litestream!_%' escape '!'"
     )
     return {str(name): str(sql) for name, sql in rows}
 

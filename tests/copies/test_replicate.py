@@ -147,6 +147,13 @@ def test_replica_follows_writes_forks_merges_and_restores(program, tmp_path):
     assert '"ok": true' in same and '"same": false' not in same, same
     assert not list(tmp_path.glob(".restored.restoring-*"))
     assert views(restored) == views(folder)
+    # Litestream's own tables (in the file since its first sync) aren't the app's to chronos
+    assert "_litestream_seq" in " ".join(file_dump(folder))
+    assert "_litestream" not in run_cli(folder, "describe").stdout
+    history = run_cli(folder, "history", "main").stdout
+    assert "_litestream" not in history and "schema changed directly" not in history
+    written = run_cli(folder, "sql", "delete from _litestream_seq", check=False)
+    assert written.returncode == 1 and "Litestream's own tables (_litestream_*)" in written.stderr
     # chronos works on it: a fork, a write, a merge, and going back to the checkpoint
     run_cli(restored, "fork", "after-restore")
     run_cli(restored, "sql", "-b", "after-restore", "update items set n = -1 where id = 1")

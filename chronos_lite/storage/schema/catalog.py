@@ -173,7 +173,9 @@ def user_tables(conn: apsw.Connection) -> list[str]:
         conn.execute(
             "select name from pragma_table_list where schema = 'main' and type = 'table' "
             "and name not like 'sqlite\\_%' escape '\\' "
-            "and name not like '\\_chronos\\_%' escape '\\'"
+            "and name not like '\\_chronos\\_%' escape '\\' "
+            # (Litestream's own, made in the file as it replicates: not the app's)
+            "and name not like '\\_litestream\\_%' escape '\\'"
         )
     )
     own = [f.name for f in fts_tables(conn) if f.kind == "own"]
