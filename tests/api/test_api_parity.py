@@ -238,6 +238,16 @@ CASES: dict[str, tuple[Call, Call]] = {
         lambda db: db.replay("w"),
         lambda db: db.call("replay", world="w"),
     ),
+    "hash": (lambda db: db.hash("w"), lambda db: db.call("hash", branch="w")),
+    "hash refused: no such branch": (
+        lambda db: db.hash("nope"),
+        lambda db: db.call("hash", branch="nope"),
+    ),
+    "verify": (lambda db: db.verify(), lambda db: db.call("verify")),
+    "backup refused: the folder exists": (  # (a copy's path and moment are its own: refused)
+        lambda db: db.backup("."),
+        lambda db: db.call("backup", to="."),
+    ),
 }
 
 # methods not an operation's: the registry's own way in, and a connection's set-up
