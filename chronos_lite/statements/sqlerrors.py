@@ -53,12 +53,20 @@ def explain(
     if isinstance(exc, ChronosError):
         message, code = exc.message, exc.code
     elif isinstance(exc, KeyError):
-        message = f"the SQL uses ${exc.args[0]} but 'params' has no value for it"
+        key = str(exc.args[0])
+        used = f"${key} (or ?{key}, or a {key}th ?)" if key.isdigit() else f":{key}"
+        message = (
+            f"the SQL uses the parameter {used} but 'params' has no value for it (its values "
+            f"go by position: $1 and ?1 the first, :name and ? the number SQLite gives them)"
+        )
         code = errors.BAD_ARGUMENT
     elif isinstance(exc, OverflowError):
         message, code = errors.TOO_BIG, errors.BAD_ARGUMENT
     elif isinstance(exc, apsw.BindingsError):
-        message = "the SQL uses parameters ($1, $2, ...): give their values in 'params'"
+        message = (
+            "the SQL's parameters don't match 'params': its values go by position ($1 and ?1 "
+            "the first, :name and ? the number SQLite gives them)"
+        )
         code = errors.BAD_ARGUMENT
     else:
         described = faults.describe(exc, db) or errors.from_sqlite(exc)

@@ -8,7 +8,6 @@ transaction the call leaves open is rolled back, and the reply says so.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from ..storage.world import sql as worldsql
 from ..storage.worlds import World
 from . import budget, sqlerrors, worldrun
 from . import ddl as world_ddl
+from .params import Params, bound
 from .worldstmt import adapt_insert, gives_rowid
 
 
@@ -53,23 +53,11 @@ class SqlOutcome:
     rolled_back_open: bool = False
 
 
-def bindings(params: list[Any] | None) -> dict[str, Any]:
-    """``$1, $2, ...`` bound from a JSON array (objects and arrays bound as JSON text)."""
-    out: dict[str, Any] = {}
-    for i, value in enumerate(params or [], start=1):
-        if isinstance(value, dict | list):
-            value = json.dumps(value, ensure_ascii=False)
-        elif isinstance(value, bool):
-            value = int(value)
-        out[str(i)] = value
-    return out
-
-
 def run(
     db: Database,
     branch: Where,
     sql: str | list[str],
-    params: list[Any] | None = None,
+    params: Params = None,
     limits: budget.Budget = budget.UNBOUNDED,
     access: Callable[[World | None], guard.Access] | None = None,
 ) -> SqlOutcome:
@@ -85,8 +73,9 @@ def run(
         allowed = guard.Access(False, False, lambda _d: _past_refusal(session))
     else:
         allowed = access(session.world) if access is not None else guard.OWNER
+    statements, binds = bound(statements, params)
     try:
-        return _run(db, session, statements, bindings(params), limits, allowed)
+        return _run(db, session, statements, binds, limits, allowed)
     except faults.FAULTS as exc:  # (outside a statement: BEGIN waiting for the lock, say)
         raise faults.describe(exc, db) or exc from None
     finally:

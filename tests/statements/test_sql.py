@@ -39,7 +39,10 @@ def test_params_bind_dollar_numbers(shop):
     assert out.results[1].rows == [("Bo", "bo@x")]
     rows = shop.query("select $1 as a, $2 as b", {"k": [1]}, True)
     assert rows == [{"a": '{"k": [1]}', "b": 1}]
-    with pytest.raises(ChronosError, match=r"uses \$2 but 'params' has no value"):
+    with pytest.raises(
+        ChronosError,
+        match=r"uses the parameter \$2 \(or \?2, or a 2th \?\) but 'params' has no value",
+    ):
         shop.sql("select $1, $2", 1)
 
 
