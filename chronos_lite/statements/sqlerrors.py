@@ -64,7 +64,7 @@ def explain(
         message, code = errors.TOO_BIG, errors.BAD_ARGUMENT
     elif isinstance(exc, apsw.BindingsError):
         message = (
-            "the SQL's parameters don't match 'params': its values go by position ($1 and ?1 "
+            "the SQL uses parameters: give their values in 'params', by position ($1 and ?1 "
             "the first, :name and ? the number SQLite gives them)"
         )
         code = errors.BAD_ARGUMENT

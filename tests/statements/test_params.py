@@ -63,12 +63,12 @@ def test_a_missing_value_names_the_parameter_and_the_forms(db):
     cases = [
         ("select ?, ?", [1], "the SQL uses the parameter $2 (or ?2, or a 2th ?)"),
         ("select :x, :y", [1], "the SQL uses the parameter :y"),
-        ("select $1", [], "the SQL's parameters don't match 'params'"),
+        ("select $1", [], "the SQL uses parameters: give their values in 'params'"),
     ]
     for sql, params, said in cases:
         with pytest.raises(ChronosError) as info:
             db.call("sql", sql=sql, params=params)
-        assert said in str(info.value) and "values go by position" in str(info.value)
+        assert said in str(info.value) and "by position" in str(info.value)
 
 
 def test_the_cli_takes_sqlite_s_forms(db, folder):
