@@ -49,7 +49,7 @@ def run(argv: Sequence[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(help_text("", argv[1:2]) if argv[1:2] else help_text("", []))
         return 0
-    if argv[0] == "--version":
+    if argv[0] in ("--version", "-V"):  # (-V: sqlite-utils' and Python's spelling)
         print(f"chronos {chronos_lite.__version__}")
         return 0
     if argv[0] == "init":

@@ -176,8 +176,9 @@ def help_text(folder: str, words: list[str]) -> str:
         op = REGISTRY.get(op_name(words[0]))
         return op_parser(op).format_help()
     lines = [USAGE, "operations:"]
+    width = max(len(cli_name(op.name)) for op in REGISTRY) + 2  # (the longest name, a gap)
     for op in REGISTRY:
-        lines.append(f"  {cli_name(op.name):<16}{op.title}")
+        lines.append(f"  {cli_name(op.name):<{width}}{op.title}")
     return "\n".join(lines)
 
 

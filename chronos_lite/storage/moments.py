@@ -23,25 +23,36 @@ UNITS = {
     "day": 86400,
     "week": 7 * 86400,
 }
+# a unit as people write it: in full, plural, or short as in `-5 min`, `-1h`, `-2d`
+_ALIASES = {
+    **{a: "second" for a in ("seconds", "second", "secs", "sec", "s")},
+    **{a: "minute" for a in ("minutes", "minute", "mins", "min", "m")},
+    **{a: "hour" for a in ("hours", "hour", "hrs", "hr", "h")},
+    **{a: "day" for a in ("days", "day", "d")},
+    **{a: "week" for a in ("weeks", "week", "wks", "wk", "w")},
+}
+_UNIT = "|".join(sorted(_ALIASES, key=len, reverse=True))
 _AGO = re.compile(
-    r"^\s*-\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s*$|"
-    r"^\s*(\d+(?:\.\d+)?)\s*(second|minute|hour|day|week)s?\s+ago\s*$",
+    rf"^\s*-\s*(\d+(?:\.\d+)?)\s*({_UNIT})\s*$|"
+    rf"^\s*(\d+(?:\.\d+)?)\s*({_UNIT})\s+ago\s*$",
     re.IGNORECASE,
 )
 _FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 HELP = (
-    "give a time ('2026-11-30 10:00', local time, or ISO 8601 with a zone) or a time ago "
-    "('-15 minutes', '2 hours ago')"
+    "give a time ('2026-11-30 10:00', local time, or ISO 8601 with a zone), a time ago "
+    "('-15 minutes', '-5 min', '-1h', '2 hours ago') or 'now'"
 )
 
 
 def parse_moment(text: str, now: float | None = None) -> float:
     """A moment as Unix seconds."""
     now = time.time() if now is None else now
+    if text.strip().lower() == "now":
+        return now
     m = _AGO.match(text)
     if m:
         amount = float(m.group(1) or m.group(3))
-        unit = (m.group(2) or m.group(4)).lower()
+        unit = _ALIASES[(m.group(2) or m.group(4)).lower()]
         return now - amount * UNITS[unit]
     from datetime import datetime  # (here and in show_moment: most starts read no moment)
 

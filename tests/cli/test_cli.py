@@ -110,6 +110,14 @@ def test_not_a_database_and_help(tmp_path):
     assert "operations:" in run_cli("--help").stdout
     assert "set-meta" in run_cli(tmp_path, "help").stdout
     assert "--cascade" in run_cli(tmp_path, "help", "discard").stdout
+    # each name its own column, the longest too; -V is the version, as --version
+    names = [
+        line.split()[0]
+        for line in run_cli("--help").stdout.split("operations:")[1].split("\n")
+        if line.strip()
+    ]
+    assert "check-merge-policy" in names and "set-merge-policy" in names
+    assert run_cli("-V").stdout == run_cli("--version").stdout != ""
 
 
 def test_sql_from_stdin_and_params(tmp_path, shop):

@@ -31,13 +31,18 @@ def test_moments_parse():
     assert parse_moment("-15 minutes", now) == now - 900
     assert parse_moment("2 hours ago", now) == now - 7200
     assert parse_moment("-1.5 days", now) == now - 1.5 * 86400
+    # short units as people type them, and now
+    shorts = {"-5 min": 300, "-1h": 3600, "-2d": 172800, "-10s": 10, "-1 wk": 604800}
+    for text, seconds in {**shorts, "-3 hrs": 10800, "5 mins ago": 300, "now": 0}.items():
+        assert parse_moment(text, now) == now - seconds, text
     assert (
         parse_moment("2026-11-30T10:00:00Z")
         == datetime.fromisoformat("2026-11-30T10:00:00+00:00").timestamp()
     )
     assert parse_moment("2026-11-30 10:00") == datetime(2026, 11, 30, 10, 0).timestamp()
-    with pytest.raises(ChronosError, match="isn't a moment"):
-        parse_moment("last tuesday")
+    for bad in ("last tuesday", "-5 months", "-1 x"):
+        with pytest.raises(ChronosError, match="isn't a moment.*'-5 min', '-1h'.*'now'"):
+            parse_moment(bad)
 
 
 def test_as_of_reads_main_as_it_was(shop):
