@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -626,7 +627,7 @@ def test_the_cli(tmp_path):
     )
     proc = run_cli(shop, "insert", "users", check=False)
     assert proc.stderr == "chronos: 'file' is required: a non-empty string\n"
-    assert "insert          Load a file into a table" in run_cli(shop, "help").stdout
+    assert re.search(r"\n  insert +Load a file into a table\n", run_cli(shop, "help").stdout)
     assert "--upsert, --no-upsert" in run_cli(shop, "help", "insert").stdout
     proc = run_cli(shop, "sql", "select count(*) from users", "--json")
     assert json.loads(proc.stdout)["results"][0]["rows"] == [[5]]
