@@ -3,13 +3,10 @@ a failed statement explained (which of a call's statements, what SQLite said, ho
 
 from __future__ import annotations
 
-import difflib
-
 import apsw
 
 from .. import errors
 from ..errors import ChronosError
-from ..sqltext import name_tokens
 from ..storage import faults, guard
 from ..storage.db import Database, Session
 from ..storage.world import schema as worldschema
@@ -85,8 +82,6 @@ def explain(
         elif message.startswith("no such table"):
             known = db.tables_for(session.world, session.conn)
             message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"
-        elif message.startswith("no such column"):
-            message += _columns_hint(db, session, stmt, message)
     if total > 1:
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."
@@ -94,18 +89,3 @@ def explain(
         message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
         return ChronosError(message, code, failed)
     return ChronosError(message, code)
-
-
-def _columns_hint(db: Database, session: Session, stmt: str, message: str) -> str:
-    """The columns of the tables the statement names (a hint, read from its words: SQLite
-    decided the error), the closest to the missing one first."""
-    words = {w.lower() for w, _at, _end in name_tokens(stmt)}
-    known = db.tables_for(session.world, session.conn)
-    named = [(name, t) for name, (_n, t) in sorted(known.items()) if name.lower() in words]
-    if not named:
-        return ""
-    missing = message.split(":", 1)[1].strip().rsplit(".", 1)[-1]
-    columns = [c for _name, t in named for c in t.column_names]
-    close = difflib.get_close_matches(missing, columns, 1)
-    listed = "; ".join(f"{name}: {', '.join(t.column_names)}" for name, t in named)
-    return f" ({f'did you mean {close[0]}? ' if close else ''}columns of {listed})"

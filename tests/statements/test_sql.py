@@ -170,22 +170,3 @@ def test_a_call_whose_own_transaction_rolls_back_records_nothing(shop, branch):
 def test_an_unnamed_column_is_named_by_its_expression_alone(shop):
     result = shop.sql("select 1, 2 + 3").results[0]
     assert result.columns == ["1", "2 + 3"]
-
-
-def test_no_such_column_lists_the_columns_of_the_tables_named(shop):
-    shop.sql("create table orders(id integer primary key, user_id int, total int)")
-    shop.fork("w")
-    for branch in ("main", "w"):
-        with pytest.raises(ChronosError) as info:
-            shop.sql("select nme from users", branch=branch)
-        assert str(info.value) == (
-            "no such column: nme (did you mean name? columns of users: id, name, email)"
-        )
-    with pytest.raises(ChronosError) as info:
-        shop.sql("select o.totl from users u join orders o on o.user_id = u.id")
-    assert "did you mean total? columns of orders: id, user_id, total; users: id, name, email" in (
-        str(info.value)
-    )
-    with pytest.raises(ChronosError) as info:
-        shop.sql("select 1 where qq = 1")
-    assert str(info.value) == "no such column: qq"  # (no table named: nothing to list)
