@@ -12,7 +12,6 @@ killed half way leaves no folder that looks like a database.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from ..errors import BAD_ARGUMENT, IN_USE, ChronosError
 from ..storage import events, faults
 from ..storage.db import DB_FILE, Database
 from ..storage.fetch import all_rows
+from . import staging
 
 STEP_PAGES = 4096  # pages a step copies (16 MB at SQLite's default page size)
 # What a long backup reports to (the CLI's progress bar): what, pages done, pages in all
@@ -80,11 +80,7 @@ def destination(db: Database, to: str, replace: bool) -> Path:
 
 def copy(db: Database, dest: Path) -> Copied:
     """The database file copied into a hidden folder beside ``dest`` (``publish`` names it)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    _clear_abandoned(dest)
-    partial = dest.parent / f".{dest.name}.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    partial = staging.hidden(dest, "partial")
     try:
         src = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
         dst = apsw.Connection(str(partial / DB_FILE))
@@ -105,15 +101,9 @@ def copy(db: Database, dest: Path) -> Copied:
     return Copied(partial, snapshot, pages, (partial / DB_FILE).stat().st_size)
 
 
-def publish(copied: Copied, dest: Path) -> None:
+def publish(copied: Copied, dest: Path, replace: bool) -> None:
     """The checked copy takes the destination's name (an older copy there goes only then)."""
-    old = dest.parent / f".{dest.name}.replaced-{os.getpid()}" if dest.exists() else None
-    if old is not None:
-        os.rename(dest, old)
-    os.rename(copied.partial, dest)
-    _sync_folder(dest.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    staging.publish(copied.partial, dest, replace)
 
 
 def discard(copied: Copied) -> None:
@@ -154,29 +144,3 @@ def _mark(dst: apsw.Connection, db: Database, snapshot: Snapshot) -> None:
             "INSERT OR REPLACE INTO main._chronos_meta(key, value) VALUES (?, ?)", marks.items()
         )
     dst.execute("pragma wal_checkpoint(TRUNCATE)")
-
-
-def _clear_abandoned(dest: Path) -> None:
-    """Hidden copies a killed backup left beside ``dest`` (their process is gone)."""
-    for left in dest.parent.glob(f".{dest.name}.partial-*"):
-        pid = left.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(left, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -29,6 +29,7 @@ from typing import IO
 
 from ..errors import IN_USE, NOT_FOUND, ChronosError
 from ..storage.db import DB_FILE, SQLITE_HEADER
+from . import staging
 
 INSTALL = "pip install 'chronos-lite[replicate]'"
 # The file `chronos replicate` holds locked while Litestream runs (its pid inside)
@@ -237,16 +238,11 @@ def restoring(url: str, destination: str | os.PathLike) -> Iterator[Path]:
             f"{dest} already exists: restore into a new folder (nothing was changed)", IN_USE
         )
     program = binary()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    temp = dest.parent / f".{dest.name}.restoring-{os.getpid()}"
-    shutil.rmtree(temp, ignore_errors=True)  # (a killed restore of this same pid, long ago)
-    temp.mkdir()
+    temp = staging.hidden(dest, "restoring")
     try:
         _restore(program, target, temp / DB_FILE)
         yield temp
-        if dest.exists():  # (made while we restored: leave it alone)
-            raise ChronosError(f"{dest} appeared while restoring; nothing was changed", IN_USE)
-        temp.rename(dest)
+        staging.publish(temp, dest)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from ..errors import ChronosError
 from ..storage.db import Database
 from ..storage.fetch import all_rows
+from ..storage.moments import exact_moment
 from .contenthash import BranchHash, branch_hash, main_at, world_at
 
 MOST_LISTED = 20  # integrity_check's messages kept
@@ -96,18 +96,13 @@ def verify(
     if source is None:
         out.branches = [Branch(name, h) for name, h in mine.items()]
         return out
-    when = "now" if moment is None else shown(moment)
+    when = "now" if moment is None else exact_moment(moment)
     out.against = f"{source.folder} {'as it is now' if moment is None else f'at {when}'}"
     theirs = set() if only_main else _open_then(source, moment)
     at = (moment, seqs, clock)
     for name in sorted(set(names) | theirs, key=lambda n: (n != "main", n)):
         out.branches.append(_compared(source, name, mine.get(name), at, theirs))
     return out
-
-
-def shown(moment: float) -> str:
-    """A moment as ``name@when`` reads it again (local time, to the microsecond)."""
-    return datetime.fromtimestamp(moment).isoformat(sep=" ", timespec="microseconds")
 
 
 def _compared(
@@ -130,7 +125,7 @@ def _compared(
         elif name != "main" and clock:
             other = world_at(source, name, moment, clock)
         else:
-            other = branch_hash(source, f"{name}@{shown(moment)}")
+            other = branch_hash(source, f"{name}@{exact_moment(moment)}")
     except ChronosError as exc:
         return Branch(name, mine, None, f"the source's couldn't be read: {exc.message}")
     return Branch(name, mine, other, _differs(mine, other))

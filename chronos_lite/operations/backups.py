@@ -14,12 +14,11 @@ from ..copies.contenthash import BranchHash, branch_hash
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..merge import diff as merge_diff
 from ..statements import more
+from ..storage import faults
 from ..storage.db import DB_FILE, Database
-from ..storage.moments import checked_moment
+from ..storage.moments import checked_moment, exact_moment
 from ..storage.worlds import World
 from .registry import Args, Caller, Reply, operation
-
-DATA_LOST = "XX001"  # a copy that fails its check (SQLite's data_corrupted class)
 
 
 @operation(
@@ -47,14 +46,14 @@ def backup_op(db: Database, args: Args, caller: Caller) -> Reply:
         raise ChronosError(
             f"the backup failed its check, and was thrown away (nothing was written to "
             f"{dest}): {_problems(checked)}",
-            DATA_LOST,
+            faults.CORRUPT,
         )
-    copying.publish(copied, dest)
+    copying.publish(copied, dest, bool(args.get("replace")))
     ms = round((time.perf_counter() - started) * 1000)
     branches = [b.name for b in checked.branches]
     text = (
         f"backed up {db.folder} to {args['to']} as it was at "
-        f"{checking.shown(copied.snapshot.moment)}"
+        f"{exact_moment(copied.snapshot.moment)}"
         f": {_size(copied.bytes)}, {len(branches)} branch{'es' if len(branches) != 1 else ''} "
         f"({', '.join(branches)}) in {ms} ms; checked: integrity ok, main equal to the "
         f"source's as copied, the worlds at the versions copied"

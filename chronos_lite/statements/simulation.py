@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import apsw
@@ -222,7 +221,7 @@ def _moment(db: Database, ref: BranchRef) -> str:
     """The moment the worlds are forked at, as ``name@when`` reads it again (a time, to the
     microsecond)."""
     when = moments.checked_moment(db, ref.when or "") if ref.past else time.time()
-    return datetime.fromtimestamp(when).isoformat(timespec="microseconds")
+    return moments.exact_moment(when)
 
 
 def _threads(asked: int, worlds: int) -> int:

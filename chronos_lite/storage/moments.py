@@ -80,6 +80,13 @@ def show_moment(when: float) -> str:
     return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def exact_moment(when: float) -> str:
+    """A moment as ``name@when`` reads it again, to the microsecond (local time)."""
+    from datetime import datetime
+
+    return datetime.fromtimestamp(when).isoformat(sep=" ", timespec="microseconds")
+
+
 _SEQ_AT: dict[tuple[str, int, float], int] = {}
 
 
