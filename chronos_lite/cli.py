@@ -17,7 +17,7 @@ from typing import Any
 
 import chronos_lite
 
-from . import render
+from . import render, rowformats
 from .cliargs import (
     MCP_HELP,
     REPLICATE_HELP,
@@ -30,7 +30,7 @@ from .cliargs import (
     help_text,
     op_name,
     op_parser,
-    parse_operation_args,
+    parse_operation_call,
 )
 from .errors import ChronosError
 from .opening import open_folder
@@ -78,11 +78,11 @@ def run(argv: Sequence[str]) -> int:
     if "-h" in rest[1:] or "--help" in rest[1:]:
         print(op_parser(op).format_help())
         return 0
-    args, as_json = parse_operation_args(op, rest[1:])
+    args, shown_as = parse_operation_call(op, rest[1:])
     try:
         reply = _call_cancellable(folder, name, args)
     except ChronosError as exc:
-        if not as_json:
+        if shown_as != "json":
             raise
         # scripts get a refusal as data too (the conflicts, the rows a rule names)
         error = {"error": exc.message, "code": exc.code, "data": exc.data}
@@ -90,9 +90,17 @@ def run(argv: Sequence[str]) -> int:
         print(f"chronos: {render.terminal(exc.message)}", file=sys.stderr)
         return 1
     # (one write, newline included: two chronos processes on one pipe never interleave a line)
-    shown = _json(reply.data) if as_json else render.terminal(reply.text)
-    print(shown + "\n", end="")
+    print(_shown(reply, shown_as), end="")
     return 0
+
+
+def _shown(reply: Any, shown_as: str) -> str:
+    """A reply as the command line prints it: its text, its data as JSON, or its rows."""
+    if shown_as == "json":
+        return _json(reply.data) + "\n"
+    if shown_as in rowformats.TABULAR:
+        return rowformats.formatted(shown_as, reply.data)
+    return render.terminal(reply.text) + "\n"
 
 
 def _json(data: Any) -> str:
@@ -132,6 +140,10 @@ def _init(argv: list[str]) -> int:
     return 0
 
 
+# A script's formats (the shell's own names: its aligned table is the operations' table)
+SCRIPT_FORMATS = {"table": "aligned", "csv": "csv", "json": "json"}
+
+
 def _shell(folder: str, argv: list[str]) -> int:
     """``chronos <folder>``: the shell; with -c, -f or input from a pipe, a script."""
     parser = Parser(prog=f"chronos {folder}", add_help=False)
@@ -139,6 +151,7 @@ def _shell(folder: str, argv: list[str]) -> int:
     parser.add_argument("-c", "--command", action="append", default=[])
     parser.add_argument("-f", "--file", default=None)
     formats = parser.add_mutually_exclusive_group()
+    formats.add_argument("--format", choices=SCRIPT_FORMATS, default=None)
     formats.add_argument("--json", dest="format", action="store_const", const="json")
     formats.add_argument("--csv", dest="format", action="store_const", const="csv")
     parser.add_argument("-X", "--no-config", action="store_true")
@@ -151,7 +164,8 @@ def _shell(folder: str, argv: list[str]) -> int:
     for problem in settings.problems if script is None else []:  # scripts don't read it
         print(f"chronos: {render.terminal(problem)}", file=sys.stderr)
     with open_folder(folder, keep_temp=True) as db:  # (a session: TEMP objects last)
-        shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=ns.format)
+        fmt = SCRIPT_FORMATS.get(ns.format) if ns.format else None
+        shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=fmt)
         if script is None:
             from .mcp.host import hosting
             from .shell import repl  # prompt_toolkit only for the prompt
@@ -169,6 +183,8 @@ def _script(ns: argparse.Namespace) -> list[tuple[str, str]] | None:
     if ns.command or ns.file:
         commands = [("", command) for command in ns.command]
         try:  # -c statements first, then the file
+            if ns.file == "-":  # (stdin, as every file a command reads)
+                return [*commands, ("<stdin>", sys.stdin.read())]
             return commands + ([(ns.file, Path(ns.file).read_text())] if ns.file else [])
         except OSError as exc:
             raise ChronosError(f"can't read {ns.file}: {exc.strerror}") from None

@@ -17,21 +17,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import render
+from . import render, rowformats
 from .errors import ChronosError
 from .operations.registry import REGISTRY, Operation, describe
 
 USAGE = """usage:
   chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
   chronos <folder> [-b BRANCH]            the interactive shell (psql-like; \\? for help)
-  chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--json | --csv]
+  chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--format table|csv|json]
                                           run statements and exit (non-zero on the first error)
   chronos serve <folder> [--port PORT] [--safe] [--token TOKEN]
                                           serve the database to agents over MCP (HTTP),
                                           each request as the agent its token names
-  chronos mcp <folder> [--allow-merge] [-b BRANCH]
+  chronos mcp <folder> [--allow-merge] [--agent NAME] [-b BRANCH]
                                           serve the database to an agent over MCP (stdio);
-                                          safe mode unless --allow-merge
+                                          safe mode unless --allow-merge or an agent's rights
   chronos <folder> web [--port PORT] [--no-browser]
                                           the review page in a browser: held merges, worlds,
                                           diffs; approve or reject
@@ -43,7 +43,9 @@ USAGE = """usage:
 
 options for every operation:
   -b, --branch NAME   the branch to work on (default main)
-  --json              print the result as JSON data instead of text
+  --format FORMAT     print the result as a table (the default), csv, tsv, json, ndjson or
+                      markdown (--json and --csv for short); a file or the SQL as - is read
+                      from stdin (insert t -, sql -)
 """
 
 
@@ -136,7 +138,23 @@ def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.Argume
             parser.add_argument(
                 *flags, dest=dest, default=None, metavar="VALUE", help=spec.get("description")
             )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    shown = parser.add_mutually_exclusive_group()
+    if "format" not in op.properties:  # (insert's --format is its file's)
+        shown.add_argument(
+            "--format",
+            dest="shown_as",
+            choices=rowformats.FORMATS,
+            default="table",
+            help="how to print the result: table (the default), csv, tsv, json, ndjson, markdown",
+        )
+    shown.add_argument(
+        "--json", dest="shown_as", action="store_const", const="json", help="--format json"
+    )
+    if "format" not in op.properties:
+        shown.add_argument(
+            "--csv", dest="shown_as", action="store_const", const="csv", help="--format csv"
+        )
+    parser.set_defaults(shown_as="table")
     return parser
 
 
@@ -144,6 +162,15 @@ def parse_operation_args(
     op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
 ) -> tuple[dict[str, Any], bool]:
     """The operation's arguments from a command line, and whether --json was asked for."""
+    args, shown_as = parse_operation_call(op, argv, prog)
+    return args, shown_as == "json"
+
+
+def parse_operation_call(
+    op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
+) -> tuple[dict[str, Any], str]:
+    """The operation's arguments from a command line, and the format to print its result in
+    (one of rowformats.FORMATS)."""
     ns = op_parser(op, prog).parse_intermixed_args(list(argv))
     args: dict[str, Any] = {}
     for name, spec in op.properties.items():
@@ -158,7 +185,7 @@ def parse_operation_args(
             if name == "sql" and text == "-":
                 text = sys.stdin.read()
             args[name] = _parse_value(spec, text, name)
-    return args, ns.json
+    return args, ns.shown_as
 
 
 def help_text(folder: str, words: list[str]) -> str:
@@ -182,7 +209,7 @@ def help_text(folder: str, words: list[str]) -> str:
     return "\n".join(lines)
 
 
-MCP_HELP = """usage: chronos mcp <folder> [--allow-merge | --agent NAME] [-b BRANCH] [--no-join]
+MCP_HELP = """usage: chronos mcp <folder> [--allow-merge] [--agent NAME] [-b BRANCH] [--no-join]
                     [--max-query-ms MS] [--max-memory-mb MB] [--max-result-chars N]
 
 Serves the database folder to an AI agent as MCP tools: JSON-RPC 2.0 over stdio, one message per

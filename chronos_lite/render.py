@@ -142,18 +142,16 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         for i in range(len(columns))
     ]
     widths = [
-        max([len(c), *(max(len(line) for line in t[i].split("\n")) for t in texts)])
+        max([width(c), *(max(width(line) for line in t[i].split("\n")) for t in texts)])
         for i, c in enumerate(columns)
     ]
-    lines = [_join([c.ljust(w) for c, w in zip(columns, widths)])]
+    lines = [_join([pad(c, w) for c, w in zip(columns, widths)])]
     lines.append("-+-".join("-" * w for w in widths).join(["-", "-"]))
     for t in texts:
         cells = [v.split("\n") for v in t]
         for k in range(max((len(c) for c in cells), default=1)):
             parts = [
-                (c[k] if k < len(c) else "").rjust(w)
-                if numeric[i]
-                else (c[k] if k < len(c) else "").ljust(w)
+                pad(c[k] if k < len(c) else "", w, numeric[i])
                 for i, (c, w) in enumerate(zip(cells, widths))
             ]
             # psql's mark for a value that goes on on the next line: + after it
@@ -163,6 +161,23 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     if note:
         lines.append(note)
     return "\n".join(lines)
+
+
+def width(text: str) -> int:
+    """The columns ``text`` takes on a terminal: two for a wide (CJK) character, none for a
+    combining one (wcwidth's tables, as prompt_toolkit's); ASCII at once."""
+    if text.isascii():
+        return len(text)
+    from wcwidth import wcswidth  # (only for text beyond ASCII)
+
+    columns = wcswidth(text)
+    return columns if columns >= 0 else len(text)
+
+
+def pad(text: str, columns: int, right: bool = False) -> str:
+    """``text`` padded with spaces to ``columns`` of display width (on the left: ``right``)."""
+    fill = " " * (columns - width(text))
+    return fill + text if right else text + fill
 
 
 def _join(parts: list[str], more: list[bool] | None = None) -> str:

@@ -8,6 +8,7 @@ import codecs
 import csv
 import io
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ class Source:
         self.path = Path(path)
         self.bounds = bounds  # the call's time limit and cancel, held between SQLite's steps
         self.shown = str(path)
+        self._spool: Any = None  # what stdin sent (path "-"), kept to be read twice
+        if path == "-":
+            self._spool = _spooled(sys.stdin.buffer)
+            self.path, self.shown = Path(self._spool.name), "stdin"
         if encoding is not None:
             try:
                 codecs.lookup(encoding)
@@ -170,6 +175,18 @@ class Source:
             assert isinstance(rows, list)  # (sqlite-utils reads a JSON file whole)
             self._array = rows
         return rows
+
+
+def _spooled(stream: Any) -> Any:
+    """``stream`` copied into a temporary file (deleted when closed or collected): a new table
+    reads its rows twice, and a pipe can be read once."""
+    import shutil
+    import tempfile
+
+    spool = tempfile.NamedTemporaryFile(prefix="chronos-stdin-")  # (kept open: read twice)
+    shutil.copyfileobj(stream, spool)
+    spool.flush()
+    return spool
 
 
 def _kind(value: Any) -> str:

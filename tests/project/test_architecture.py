@@ -28,9 +28,11 @@ LAYERS = {
     "chronos_lite.copies": 2,
     "chronos_lite.history": 1,
     "chronos_lite.storage": 0,
-    # used by every layer: the error type, psql-style tables, reading SQL text, the names' rule
+    # used by every layer: the error type, psql-style tables and row formats, reading SQL text,
+    # the names' rule
     "chronos_lite.errors": -1,
     "chronos_lite.render": -1,
+    "chronos_lite.rowformats": -1,
     "chronos_lite.sqltext": -1,
     "chronos_lite.names": -1,
 }
