@@ -17,7 +17,7 @@ from typing import Any
 
 import chronos_lite
 
-from . import render, rowformats
+from . import progress, render, rowformats
 from .cliargs import (
     MCP_HELP,
     REPLICATE_HELP,
@@ -36,7 +36,7 @@ from .errors import ChronosError
 from .opening import open_folder
 from .operations.registry import REGISTRY
 from .shell.cancel import Canceller
-from .shell.progress import BuildProgress, WhileLong
+from .shell.progress import Bars, WhileLong
 from .storage.folder import create
 
 # The shell's modules (its settings, its session, prompt_toolkit for the prompt) and the MCP
@@ -339,10 +339,10 @@ def _checked(db: chronos_lite.Chronos, temp: Path, destination: str) -> str:
 
 def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
     """One operation on the folder, which Ctrl-C stops (with nothing changed) from the moment
-    the command starts opening the folder until the call ends."""
+    the command starts opening the folder until the call ends; on a terminal, a bar of what it
+    reports as it goes (or, past a second and a half without, of the time it runs)."""
     opened: list[Any] = []
-    progress = BuildProgress()
-    counted = BuildProgress(lambda what: what)
+    bars = Bars(f"{cli_name(name)}")
     canceller = Canceller(lambda: opened and opened[0].interrupt())  # stops SQLite at once
     try:
 
@@ -351,37 +351,15 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
                 opened.append(db)
                 if canceller.cancelled:  # Ctrl-C came while the folder was opening
                     raise ChronosError("cancelled", "57014")
-                from .search.text import PROGRESS  # (imported by the call that may use it)
-
-                shown = PROGRESS.set(progress)  # (a long index build shows a bar)
-                own = _own_bar(name)  # (a simulation's worlds, a backup's pages, as done)
-                shown_own = own.set(counted) if own is not None else None
                 try:
-                    with WhileLong(f"{cli_name(name)} running", [progress, counted]):
+                    with progress.listening(bars), WhileLong(f"{cli_name(name)} running", [bars]):
                         return REGISTRY.call(db, name, args)
                 finally:
-                    progress.close()
-                    PROGRESS.reset(shown)
-                    if own is not None and shown_own is not None:
-                        counted.close()
-                        own.reset(shown_own)
+                    bars.close()
 
         return canceller.run(call)
     finally:
         canceller.close()
-
-
-def _own_bar(name: str) -> Any:
-    """The progress an operation reports as it goes (its ContextVar), if it has one."""
-    if name == "simulate":
-        from .statements.simulation import PROGRESS as WORLDS
-
-        return WORLDS
-    if name == "backup":
-        from .copies.backup import PROGRESS as PAGES
-
-        return PAGES
-    return None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

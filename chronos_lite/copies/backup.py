@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 
+from .. import progress
 from ..errors import BAD_ARGUMENT, IN_USE, ChronosError
 from ..storage import events, faults
 from ..storage.db import DB_FILE, Database
@@ -28,10 +27,6 @@ from ..storage.fetch import all_rows
 from . import staging
 
 STEP_PAGES = 4096  # pages a step copies (16 MB at SQLite's default page size)
-# What a long backup reports to (the CLI's progress bar): what, pages done, pages in all
-PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
-    "BACKUP_PROGRESS", default=None
-)
 
 
 @dataclass
@@ -119,13 +114,11 @@ def _snapshot(db: Database, src: apsw.Connection) -> Snapshot:
 
 
 def _pages(src: apsw.Connection, dst: apsw.Connection) -> int:
-    report = PROGRESS.get()
     with dst.backup("main", src, "main") as backup:
         while not backup.done:
             backup.step(STEP_PAGES)
-            if report is not None:
-                total = backup.page_count
-                report("backing up", total - backup.remaining, total)
+            total = backup.page_count
+            progress.report("backing up: pages copied", total - backup.remaining, total)
         pages = backup.page_count
     return pages
 

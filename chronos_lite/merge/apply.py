@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from .. import errors
+from .. import errors, progress
 from ..errors import ChronosError
 from ..render import blob_json
 from ..storage import events, lifecycle, rows, worlds
@@ -184,7 +184,10 @@ def settle(c: Change, opts: Options, reach: Reach, parent: str) -> Outcome:
 
 def plan(db: Database, world: World, opts: Options) -> Plan:
     p, reach = prepare(db, world, opts)
-    for c in world_changes(db, p.world, p.parent, reach.tables, p.other):
+    reading = f"merging {world.name}: reading its changes"
+    for n, c in enumerate(world_changes(db, p.world, p.parent, reach.tables, p.other), 1):
+        if n % progress.EVERY == 0:
+            progress.report(reading, n)
         if reach.keys is not None and (c.table, c.key) not in reach.keys:
             continue
         p.outcomes.append(settle(c, opts, reach, p.parent.branch))
@@ -371,9 +374,10 @@ def _write_all(p: Plan) -> list[tuple]:
     waits, and is tried again once the others are written, until none moves on."""
     done: dict[int, tuple] = {}
     waiting = list(enumerate(p.writes))
+    writing = f"merging {p.world.name} into {p.parent_name}: writing rows"
     while waiting:
         clashed = []
-        for i, o in waiting:
+        for i, o in progress.counted(writing, waiting):
             try:
                 done[i] = _write(p, o, last=False)
             except _Clash:
@@ -452,7 +456,9 @@ def _record_merge(
                 _json(row_before),
                 _json(after),
             )
-            for n, key, row_before, after in undo
+            for n, key, row_before, after in progress.counted(
+                f"merging {p.world.name}: keeping the rows before, for undo_merge", undo
+            )
         ],
     )
 

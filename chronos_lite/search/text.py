@@ -17,11 +17,10 @@ isn't an integer (see ``docs``) is indexed on the connection for the branch as i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextvars import ContextVar
 
 import apsw
 
+from .. import progress
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..sqltext import quote_ident
 from ..storage.codec import affinity
@@ -36,8 +35,6 @@ from .temp import keep_temp, temp_names
 TOKENIZE = "unicode61 remove_diacritics 2"
 REGISTRY = "_chronos_search"
 CHUNK = 20_000  # rows a build indexes between progress reports
-# What a long build reports to (the CLI's progress bar): rows done, rows in all
-PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("PROGRESS", default=None)
 
 
 def text_fields(t: TableInfo) -> list[str]:
@@ -160,7 +157,6 @@ def build(conn: apsw.Connection, t: TableInfo, n: int) -> None:
     _create(conn, fts, len(fields))
     source = f"main.{quote_ident(t.stored)}"
     total = one_row(conn.execute(f"SELECT count(*) FROM {source}"))[0]
-    report = PROGRESS.get() if total > CHUNK else None
     last, done = None, 0
     while True:  # (in rowid order, a chunk at a time: progress, and each statement short)
         after = "" if last is None else f"WHERE rowid > {last} "
@@ -181,8 +177,8 @@ def build(conn: apsw.Connection, t: TableInfo, n: int) -> None:
             )
         )
         last, done = chunk[0], done + chunk[1]
-        if report is not None:
-            report(t.name, done, total)
+        if total > CHUNK:
+            progress.report(f"indexing {t.name} for text search", done, total)
     _stamp(conn, n, _shape(t), _history_now(conn, n))
 
 

@@ -1,5 +1,6 @@
-"""A progress bar on the terminal for long work (a table's text index, a simulation's worlds,
-any call that runs past a second and a half):
+"""A progress bar on the terminal for long work (what a call reports: a merge's rows, a file's
+rows loaded, a text index, a simulation's worlds, a backup's pages; and any call that runs past
+a second and a half):
 prompt_toolkit's, on stderr, shown only when stderr is a terminal (a script's output stays
 clean)."""
 
@@ -7,34 +8,43 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+import time
 from typing import Any
 
 
-class BuildProgress:
-    """Called as ``(what, done, total)`` by a build as it goes; ``close()`` at the end.
-    ``title``: the bar's title for ``what`` (a text index's build by default)."""
+class Bars:
+    """What a call reports as it goes (``chronos_lite.progress``), as prompt_toolkit's bar on
+    stderr when it is a terminal: a line for each step (its ``what``), with how many of how
+    many are done; nothing at all off a terminal. ``close()`` at the end of the call."""
 
-    def __init__(self, title: Callable[[str], str] | None = None) -> None:
+    def __init__(self, title: str, stream: Any = None, after: float = 0.5) -> None:
+        self.title = title
+        self.stream = stream or sys.stderr
+        self.shown_from = time.monotonic() + after  # (a quick call's reports flash no bar)
         self.bar: Any = None
-        self.counter: Any = None
-        self.title = title or (lambda what: f"indexing {what} for text search")
+        self.counters: dict[str, Any] = {}
+        self._lock = threading.Lock()  # (a simulation reports from its threads)
 
-    def __call__(self, what: str, done: int, total: int) -> None:
-        if self.bar is None:
-            if not sys.stderr.isatty():
-                return
-            self.bar = _opened(self.title(what), sys.stderr)
-            self.counter = self.bar(total=total, label=what)
-        self.counter.items_completed = done
-        self.bar.invalidate()
-        if done >= total:
-            self.close()
+    def __call__(self, what: str, done: int, total: int | None) -> None:
+        with self._lock:
+            if self.bar is None:
+                if time.monotonic() < self.shown_from or not self.stream.isatty():
+                    return
+                self.bar = _Opened(self.title, self.stream)
+            counter = self.counters.get(what)
+            if counter is None:
+                counter = self.counters[what] = self.bar.counter(total, what)
+            counter.total = total
+            counter.items_completed = done
+            if total is not None and done >= total:
+                counter.done = True
+            self.bar.invalidate()
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        with self._lock:
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
 
 
 class WhileLong:
@@ -42,7 +52,7 @@ class WhileLong:
     seconds, on a terminal, until it ends; none while one of ``others`` shows its own bar."""
 
     def __init__(
-        self, title: str, others: list[BuildProgress], after: float = 1.5, stream: Any = None
+        self, title: str, others: list[Bars], after: float = 1.5, stream: Any = None
     ) -> None:
         self.title, self.others = title, others
         self.stream = stream or sys.stderr
@@ -61,23 +71,42 @@ class WhileLong:
         with self._lock:
             if self.done or any(other.bar is not None for other in self.others):
                 return
-            self.bar = _opened(self.title, self.stream)
-            self.bar(total=None, label="Ctrl-C stops it, nothing changed")
+            self.bar = _Opened(self.title, self.stream)
+            self.bar.counter(None, "Ctrl-C stops it, nothing changed")
 
     def __exit__(self, *_exc: object) -> None:
         self._timer.cancel()
         with self._lock:
             self.done = True
             if self.bar is not None:
-                self.bar.__exit__(None, None, None)
+                self.bar.close()
                 self.bar = None
 
 
-def _opened(title: str, stream: Any) -> Any:
+class _Opened:
     """prompt_toolkit's bar, shown on ``stream`` (imported only when a bar is shown)."""
-    from prompt_toolkit.output import create_output
-    from prompt_toolkit.shortcuts import ProgressBar
 
-    bar = ProgressBar(title=title, output=create_output(stream))
-    bar.__enter__()
-    return bar
+    def __init__(self, title: str, stream: Any) -> None:
+        from prompt_toolkit.input import create_pipe_input
+        from prompt_toolkit.output import create_output
+        from prompt_toolkit.output.vt100 import Vt100_Output
+        from prompt_toolkit.shortcuts import ProgressBar
+
+        # No keys read from stdin (a pipe, or the data being loaded): an input nothing writes
+        # to (Ctrl-C is the terminal's signal, as without a bar).
+        self.keys = create_pipe_input()
+        output = create_output(stream)
+        if isinstance(output, Vt100_Output):
+            output.enable_cpr = False  # (the terminal's answer would reach stdin, unread)
+        self.bar = ProgressBar(title=title, output=output, input=self.keys.__enter__())
+        self.bar.__enter__()
+
+    def counter(self, total: int | None, label: str) -> Any:
+        return self.bar(total=total, label=label)
+
+    def invalidate(self) -> None:
+        self.bar.invalidate()
+
+    def close(self) -> None:
+        self.bar.__exit__(None, None, None)
+        self.keys.__exit__(None, None, None)

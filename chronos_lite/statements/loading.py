@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from .. import errors
+from .. import errors, progress
 from ..errors import BAD_ARGUMENT, REFUSED, ChronosError
 from ..sqltext import quote_ident
 from ..storage import events, faults, guard, worlds
@@ -285,6 +285,18 @@ def _count(conn: apsw.Connection, session: Session, t: TableInfo) -> int:
     return one_row(conn.execute(f"select count(*) from {where}{quote_ident(t.name)}"))[0]
 
 
+def _reported(rows: Iterator[tuple[int, dict]], what: str) -> Iterator[tuple[int, dict]]:
+    """The rows as they go, the count of rows read reported now and then (a bar on a
+    terminal)."""
+    if not progress.listened():
+        yield from rows
+        return
+    for n, row in rows:
+        if n % progress.EVERY == 0:
+            progress.report(f"{what}: rows", n)
+        yield n, row
+
+
 class _Writer:
     """The rows into the table, one prepared statement executed per row (one per set of
     columns: a JSON file's rows may each name others)."""
@@ -337,7 +349,9 @@ class _Writer:
     def _bindings(self, first: tuple[int, dict], group: Iterator[tuple[int, dict]]) -> Iterator:
         """Each row's values, as bound: a CSV file's text as it is; JSON's objects and arrays
         as JSON text."""
-        rows = itertools.chain([first], group)
+        rows = _reported(
+            itertools.chain([first], group), f"loading {self.source.shown} into {self.t.name}"
+        )
         if self.text:
             for self.at, row in rows:
                 yield list(row.values())

@@ -28,13 +28,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
-from .. import names, sqltext
+from .. import names, progress, sqltext
 from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from ..merge import diff as merge_diff
 from ..storage import guard, lifecycle, limits, moments
@@ -47,10 +46,6 @@ from . import budget, chronos_sql, more, seeded, sqlrun
 META_KEY = "simulation"  # a kept world's meta: the inputs that make it again
 SHOWN = 20  # worlds a reply lists, best first
 
-# What a long simulation reports to (the CLI's progress bar): what, worlds done, worlds in all
-PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
-    "SIMULATE_PROGRESS", default=None
-)
 
 Access = Callable[[World | None], guard.Access]
 
@@ -259,7 +254,7 @@ def _run_all(
     lock = threading.Lock()
     queue = list(range(len(made)))
     done = [0]
-    report = PROGRESS.get()
+    report = progress.current()  # (the threads don't inherit it)
     errors: list[BaseException] = []
     remaining = _remaining_ms(db)
     privates: list[Database] = []

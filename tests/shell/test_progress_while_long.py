@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from chronos_lite.shell.progress import BuildProgress, WhileLong
+from chronos_lite import progress
+from chronos_lite.shell.progress import Bars, WhileLong
 
 
 class Terminal(io.StringIO):
@@ -24,7 +25,7 @@ def terminal(monkeypatch):
     seen: list[object] = []
 
     class Bar:  # (prompt_toolkit's ProgressBar, as far as WhileLong uses it)
-        def __init__(self, title: str, output: object) -> None:
+        def __init__(self, title: str, output: object, input: object = None) -> None:
             seen.append(title)
 
         def __enter__(self):
@@ -33,8 +34,17 @@ def terminal(monkeypatch):
         def __exit__(self, *exc: object) -> None:
             seen.append("closed")
 
-        def __call__(self, total: object, label: str) -> None:
+        def __call__(self, total: object, label: str) -> Counter:
             seen.append((total, label))
+            return Counter()
+
+        def invalidate(self) -> None:
+            pass
+
+    class Counter:
+        total: object = None
+        items_completed = 0
+        done = False
 
     import prompt_toolkit.output
     import prompt_toolkit.shortcuts
@@ -59,7 +69,7 @@ def test_a_short_call_shows_none(terminal):
 
 
 def test_none_while_the_call_shows_its_own(terminal):
-    own = BuildProgress()
+    own = Bars("index")
     own.bar = object()  # (a text index's bar is showing)
     with WhileLong("index running", [own], after=0.05, stream=Terminal()) as long:
         time.sleep(0.3)
@@ -72,3 +82,28 @@ def test_none_off_a_terminal(terminal):
         time.sleep(0.2)
         assert long.bar is None
     assert terminal == []
+
+
+def test_what_a_call_reports_shows_a_line_a_step(terminal):
+    bars = Bars("merge", stream=Terminal(), after=0)
+    with progress.listening(bars):
+        progress.report("merging w: reading its changes", 1000)
+        progress.report("merging w into main: writing rows", 0, 2000)
+        progress.report("merging w into main: writing rows", 2000, 2000)
+    assert bars.counters["merging w into main: writing rows"].done
+    assert bars.counters["merging w into main: writing rows"].items_completed == 2000
+    bars.close()
+    assert terminal == [
+        "merge",
+        (None, "merging w: reading its changes"),
+        (2000, "merging w into main: writing rows"),
+        "closed",
+    ]
+
+
+def test_no_bar_and_no_listener_off_a_terminal(terminal):
+    bars = Bars("merge", stream=io.StringIO())
+    with progress.listening(bars):
+        progress.report("loading rows", 1000)
+    assert bars.bar is None and terminal == []
+    assert not progress.listened()  # (the call's listener goes with it)
