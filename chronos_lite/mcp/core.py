@@ -18,11 +18,12 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import chronos_lite
 
-from .. import render
+from .. import progress, render
 from ..errors import ChronosError
 from ..history import prune
 from ..operations import agentrights
@@ -30,6 +31,7 @@ from ..operations.calllimits import limits_of
 from ..operations.registry import REGISTRY, Caller
 from ..storage.db import Database
 from ..storage.governance import agents
+from . import progressnotes
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")  # newest first
 MODERN_VERSIONS = ("2026-07-28",)
@@ -169,6 +171,8 @@ class Server:
         self._running: Any = None  # the id of the request being answered
         self._cancelled: dict[Any, float] = {}  # request ids cancelled (when), not yet answered
         self._answered: dict[Any, None] = {}  # the last ids answered (a late cancel is ignored)
+        # sends a message to the client between replies (stdio: a call's progress notes)
+        self.notify: Callable[[dict], None] | None = None
 
     def between_messages(self) -> None:
         """After each message: a long session prunes expired history too (at most hourly)."""
@@ -379,8 +383,10 @@ class Server:
             return _tool_error(f"{name}'s arguments must be a JSON object", "22023")
         if name not in REGISTRY or not REGISTRY.get(name).mcp:
             return _tool_error(f"unknown tool '{name}'; see tools/list", "22023")
+        notes = self._progress_notes(params)
         try:
-            reply = REGISTRY.call(self.db, name, args, self.caller)
+            with progress.listening(notes):
+                reply = REGISTRY.call(self.db, name, args, self.caller)
         except ChronosError as exc:
             return _tool_error(exc.message, exc.code, exc.data)
         except MemoryError:  # Python's own memory ran out: the call is gone, the server isn't
@@ -396,6 +402,9 @@ class Server:
             return _tool_error(
                 f"internal error (a bug in chronos): {type(exc).__name__}: {exc}", "XX000"
             )
+        finally:
+            if notes is not None:
+                notes.close()  # (none after the reply)
         result: dict[str, Any] = {
             "content": [{"type": "text", "text": reply.text}],
             "isError": False,
@@ -403,6 +412,14 @@ class Server:
         if isinstance(reply.data, dict):
             result["structuredContent"] = reply.data
         return result
+
+    def _progress_notes(self, params: dict) -> progressnotes.Notes | None:
+        """The call's progress notifications, if its client asked (a progressToken) and this
+        transport sends messages between replies."""
+        token = progressnotes.token_of(params)
+        if token is None or self.notify is None:
+            return None
+        return progressnotes.Notes(token, self.notify)
 
     # --- the loop -----------------------------------------------------------------------------
 

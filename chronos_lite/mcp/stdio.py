@@ -35,6 +35,14 @@ def serve(server: Server, stdin: BinaryIO, stdout: BinaryIO) -> None:
     lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     reader = threading.Thread(target=_read, args=(server, stdin, lines), daemon=True)
     reader.start()
+    writing = threading.Lock()  # (a call's progress notes come from its own ticker thread too)
+
+    def send(message: dict) -> None:
+        with writing:
+            stdout.write(encode(message))
+            stdout.flush()
+
+    server.notify = send
     while True:
         line = lines.get()
         if line is None:
@@ -50,8 +58,7 @@ def serve(server: Server, stdin: BinaryIO, stdout: BinaryIO) -> None:
         else:
             reply = server.answer_line(line)
         if reply is not None:
-            stdout.write(encode(reply))
-            stdout.flush()
+            send(reply)
         server.between_messages()
 
 
