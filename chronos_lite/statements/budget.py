@@ -17,6 +17,8 @@ from typing import Any
 from .. import render
 
 CUT_MARK = "…"
+# The widest a value is in a table's text: its first SHOWN_CHARS and "… (1,234,567 characters)"
+SHOWN_WIDTH = render.SHOWN_CHARS + len("… (1,234,567,890 characters)")
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ def _measure(row: tuple, widths: list[int]) -> tuple[list[int], int, int]:
         else:
             width = len(render.cell(value))
             size += width + 1
+        width = min(width, SHOWN_WIDTH)  # (the table shows a long value's beginning)
         if width > grown[i]:
             grown[i] = width
     return grown, tall, size
