@@ -267,6 +267,14 @@ class Chronos:
         where, when, its size and its branches."""
         return self._value("backup", to=str(to), replace=replace)
 
+    def export(
+        self, to: str | os.PathLike, branch: str = "main", replace: bool = False
+    ) -> dict[str, Any]:
+        """``branch`` (``name@when`` too) written as a plain SQLite file ``to`` (see
+        ``export``): the app's schema and rows, nothing of chronos; the file, its size, its
+        tables and rows."""
+        return self._value("export", to=str(to), branch=branch, replace=replace)
+
     def verify(self, against: str | None = None) -> Any:
         """This database checked as a copy: integrity, every branch's hash, and each compared
         with ``against`` (a folder, ``folder@when``) or the source a backup recorded

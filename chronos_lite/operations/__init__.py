@@ -34,7 +34,7 @@ MODULES: dict[str, str] = {
     **_each("agents", "agent", "audit"),
     **_each("policies", "mode"),
     **_each("finding", "index"),
-    **_each("backups", "backup", "verify", "hash"),
+    **_each("backups", "backup", "export", "verify", "hash"),
 }
 
 REGISTRY.index(MODULES)

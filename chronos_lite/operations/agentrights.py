@@ -91,7 +91,7 @@ MANAGES_WORLD = {"set_meta", "discard"}
 RULE_SETTERS = {"set_merge_check", "drop_merge_check", "set_merge_policy", "drop_merge_policy"}
 RULE_SETTERS |= {"mark_reader", "drop_reader"}  # (declared readers: what the critical rule reads)
 ADMIN_ONLY = {"agent", "config", "audit", "mode", *RULE_SETTERS}
-ADMIN_ONLY |= {"backup", "verify"}  # (they write and read other folders on the disk)
+ADMIN_ONLY |= {"backup", "export", "verify"}  # (they write and read files elsewhere on the disk)
 DECIDES_ITSELF = {"review"}  # (the operation checks the caller is the policy's reviewer)
 
 

@@ -1,6 +1,6 @@
-"""backup, verify and hash: a copy of the database made, checked and compared
-(``copies/``: the engine; here the replies, and the copy or source opened beside the call's
-database)."""
+"""backup, export, verify and hash: a copy of the database made, a branch written as a plain
+SQLite file, a copy checked and compared (``copies/``: the engine; here the replies, and the
+copy or source opened beside the call's database)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from pathlib import Path
 
 from .. import render
 from ..copies import backup as copying
+from ..copies import export as exporting
 from ..copies import verify as checking
 from ..copies.contenthash import BranchHash, branch_hash
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..merge import diff as merge_diff
 from ..statements import more
 from ..storage import faults
+from ..storage.branchref import BranchRef
 from ..storage.db import DB_FILE, Database
 from ..storage.moments import checked_moment, exact_moment
 from ..storage.worlds import World
@@ -65,6 +67,50 @@ def backup_op(db: Database, args: Args, caller: Caller) -> Reply:
         "pages": copied.pages,
         "ms": ms,
         **_branch_data(checked),
+    }
+    return Reply(text, data, value=data)
+
+
+@operation(
+    "export",
+    "Write a branch as a plain SQLite file",
+    "The branch (main, a world, or name@when) as an SQLite file of its own, for any tool and "
+    "no chronos: the app's tables with their CREATE TABLE text, rows and rowids, its indexes, "
+    "views, triggers and FTS5 tables, AUTOINCREMENT counters, user_version and application_id; "
+    "nothing of chronos. Read in one transaction while others write; written beside the file "
+    "and named only once complete and checked (replace: a file there goes only then).",
+    mcp=False,
+)
+def export_op(db: Database, args: Args, caller: Caller) -> Reply:
+    dest = exporting.destination(db, args["to"], bool(args.get("replace")))
+    ref, target = args.ref(), args.target(db)
+    label = str(ref)
+    if ref.past:  # (one exact moment: the one read, and the one the reply names)
+        moment = exact_moment(checked_moment(db, ref.when or ""))
+        target, label = BranchRef(ref.name, moment), f"{ref.name} as it was at {moment}"
+    done = exporting.export(db, target, label, dest, bool(args.get("replace")))
+    tables = f"{len(done.tables)} table{'s' if len(done.tables) != 1 else ''}"
+    text = (
+        f"exported {label} to {args['to']}: {tables}, {done.rows} "
+        f"row{'s' if done.rows != 1 else ''}, {_size(done.bytes)}; checked: integrity ok"
+    )
+    if done.tables:
+        text += "\n" + render.table(["table", "rows"], [list(t) for t in done.tables])
+    if done.foreign_keys:
+        found = "; ".join(f"{t} row {r} -> {p}" for t, r, p in done.foreign_keys)
+        text += f"\nforeign_key_check found rows whose parent is missing (as on {ref}): {found}"
+    for note in done.left_out:
+        text += f"\nleft out: {note}"
+    data = {
+        "to": str(done.path),
+        "branch": str(ref),
+        "bytes": done.bytes,
+        "rows": done.rows,
+        "tables": [{"table": t, "rows": n} for t, n in done.tables],
+        "foreign_key_violations": [
+            {"table": t, "rowid": r, "parent": p} for t, r, p in done.foreign_keys
+        ],
+        "left_out": done.left_out,
     }
     return Reply(text, data, value=data)
 

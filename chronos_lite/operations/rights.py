@@ -53,7 +53,7 @@ FRESH_S = 0.05  # an agent's rights and quotas are at most this old when a call 
 
 # Operations a person runs: not listed in safe mode, refused if called.
 PERSON_ONLY = {"merge", "restore", "undo_merge"}
-PERSON_ONLY |= {"backup", "verify"}  # (other folders on the disk: written, read)
+PERSON_ONLY |= {"backup", "export", "verify"}  # (files elsewhere on the disk: written, read)
 # Operations that change the branch they name: safe mode needs one of its own worlds.
 WRITES_BRANCH = {"put", "delete", "set_meta", "discard", "rebase", "checkpoint", "rollback"}
 WRITES_BRANCH.add("insert")  # loading a file into a table (loading.py): as put

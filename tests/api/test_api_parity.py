@@ -248,6 +248,14 @@ CASES: dict[str, tuple[Call, Call]] = {
         lambda db: db.backup("."),
         lambda db: db.call("backup", to="."),
     ),
+    "export refused: a folder": (  # (a file's path is its own: refused)
+        lambda db: db.export(".", branch="w"),
+        lambda db: db.call("export", to=".", branch="w"),
+    ),
+    "export refused: no such branch": (
+        lambda db: db.export("x.db", branch="nope"),
+        lambda db: db.call("export", to="x.db", branch="nope"),
+    ),
 }
 
 # methods not an operation's: the registry's own way in, and a connection's set-up

@@ -40,7 +40,7 @@ ORDER = [
     *("merge_checks", "set_merge_check", "drop_merge_check"),
     *("readers", "mark_reader", "drop_reader"),
     *("restore", "checkpoint", "rollback", "history", "undo_merge", "config", "undo_agent"),
-    *("agent", "audit", "mode", "index", "backup", "verify", "hash"),
+    *("agent", "audit", "mode", "index", "backup", "export", "verify", "hash"),
 ]
 
 
