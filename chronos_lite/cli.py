@@ -17,7 +17,7 @@ from typing import Any
 
 import chronos_lite
 
-from . import progress, render, rowformats
+from . import hints, progress, render, rowformats
 from .cliargs import (
     MCP_HELP,
     REPLICATE_HELP,
@@ -163,7 +163,10 @@ def _shell(folder: str, argv: list[str]) -> int:
     script = _script(ns)
     for problem in settings.problems if script is None else []:  # scripts don't read it
         print(f"chronos: {render.terminal(problem)}", file=sys.stderr)
-    with open_folder(folder, keep_temp=True) as db:  # (a session: TEMP objects last)
+    with (
+        open_folder(folder, keep_temp=True) as db,  # (a session: TEMP objects last)
+        hints.spelled(hints.FLAGS),  # (the shell's \operations take flags)
+    ):
         fmt = SCRIPT_FORMATS.get(ns.format) if ns.format else None
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=fmt)
         if script is None:
@@ -352,7 +355,11 @@ def _call_cancellable(folder: str, name: str, args: dict[str, Any]) -> Any:
                 if canceller.cancelled:  # Ctrl-C came while the folder was opening
                     raise ChronosError("cancelled", "57014")
                 try:
-                    with progress.listening(bars), WhileLong(f"{cli_name(name)} running", [bars]):
+                    with (
+                        progress.listening(bars),
+                        hints.spelled(hints.FLAGS),  # (what a message says to type: flags)
+                        WhileLong(f"{cli_name(name)} running", [bars]),
+                    ):
                         return REGISTRY.call(db, name, args)
                 finally:
                     bars.close()

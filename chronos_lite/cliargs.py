@@ -145,6 +145,7 @@ def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.Argume
             dest="shown_as",
             choices=rowformats.FORMATS,
             default="table",
+            metavar="FORMAT",
             help="how to print the result: table (the default), csv, tsv, json, ndjson, markdown",
         )
     shown.add_argument(

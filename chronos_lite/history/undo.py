@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import errors
+from .. import errors, hints
 from ..errors import ChronosError
 from ..render import blob_hex
 from ..sqltext import quote_ident
@@ -80,8 +80,8 @@ def undo_merge(db: Database, branch: str, skip_changed: bool) -> Undone:
                 raise ChronosError(
                     f"undoing the merge of {branch} into {parent}: {len(done.skipped)} row"
                     f"{'s' if len(done.skipped) != 1 else ''} changed since the merge "
-                    f"({shown}); nothing was changed. Pass skip_changed=true to leave them as "
-                    f"they are and undo the rest",
+                    f"({shown}); nothing was changed. Pass {hints.arg('skip_changed')} to leave "
+                    f"them as they are and undo the rest",
                     errors.CONFLICT,
                     {"changed": done.skipped},
                 )

@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from .. import errors, progress
+from .. import errors, hints, progress
 from ..errors import ChronosError
 from ..render import blob_json
 from ..storage import events, lifecycle, rows, worlds
@@ -40,12 +40,16 @@ from .request import Options
 from .schema import apply_steps, steps
 from .schema import conflict_error as schema_conflict_error
 
-HINT = (
-    "settle them with resolve (ours or theirs), by_columns (only a column both sides "
-    'changed conflicts), rows ({"table/id": "ours" | "theirs" | "delete" | {row}}), '
-    "or look first with merge_preview (in SQL: STATEMENT RESOLVE theirs, ... BY COLUMNS"
-    "PREVIEW)"
-)
+
+def settle_hint(statement: str, preview: str) -> str:
+    """How to settle conflicts, spelled for the caller's front end (``hints``)."""
+    return (
+        f"settle them with {hints.arg('resolve', 'ours')} or {hints.arg('resolve', 'theirs')}"
+        f", {hints.arg('by_columns')} (only a column both sides changed conflicts), "
+        f'{hints.param("rows")} ({{"table/id": "ours" | "theirs" | "delete" | {{row}}}}), '
+        f"or look first with {hints.op('merge_preview')} (in SQL: {statement} RESOLVE theirs, "
+        f"... BY COLUMNS{preview})"
+    )
 
 
 def _settle(c: Change, opts: Options, by_hand: Any) -> Outcome:
@@ -237,8 +241,7 @@ def conflict_error(p: Plan, doing: str = "merging") -> ChronosError:
         )
     statement = "MERGE WORLD" if doing == "merging" else "REBASE WORLD"
     preview = ", MERGE WORLD ... DRY RUN" if doing == "merging" else ""
-    hint = HINT.replace("STATEMENT", f"{statement} {p.world.name}").replace("PREVIEW", preview)
-    lines.append(hint)
+    lines.append(settle_hint(f"{statement} {p.world.name}", preview))
     data = [
         {
             "table": o.change.table,
@@ -275,7 +278,7 @@ def _flag_interrupted(db: Database, world: World, confirm: bool) -> None:
         raise ChronosError(
             f"the last merge of {world.name} (started {when}) was interrupted: nothing of it "
             f"was merged, and writes to {world.name} just before may be missing. Check its "
-            f"diff, then merge with confirm=true",
+            f"diff, then merge with {hints.arg('confirm')}",
             errors.CONFLICT,
         )
     with db.write(conn):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import hints
 from ..errors import BAD_ARGUMENT, ChronosError
 from ..render import SHOWN_CHARS, json_row, json_value, row_json, shown
 from ..sqltext import literal, quote_ident
@@ -254,7 +255,8 @@ def page_footer(start: int, shown: int, total: int, what: str, call: str) -> str
     if shown == 0:
         return f"(no {what} from {start + 1}; there are {total})"
     end = start + shown
-    more = f"; call {call} again with offset={end} for the next ones" if end < total else ""
+    again = f"; call {hints.op(call)} again with {hints.arg('offset', end)} for the next ones"
+    more = again if end < total else ""
     return f"(showing {what} {start + 1}-{end} of {total}{more})"
 
 

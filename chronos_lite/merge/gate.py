@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import errors
+from .. import errors, hints
 from ..errors import ChronosError
 from ..storage.db import Database
 from ..storage.governance import holds
@@ -47,14 +47,15 @@ def judge(db: Database, p: Plan, gate: Gate, confirm_deletes: int | None) -> lis
         raise ChronosError(
             f"merging {p.world.name} deletes {deletes} rows, more than its merge policy's "
             f"confirm_deletes_over ({over}): a reviewer can't confirm that; a person merges it "
-            f"with confirm_deletes={deletes}; nothing was merged",
+            f"with {hints.arg('confirm_deletes', deletes)}; nothing was merged",
             errors.REFUSED,
         )
     if over is not None and deletes > over and confirm_deletes is None and not gate.dry:
         raise ChronosError(
             f"merging {p.world.name} deletes {deletes} row{'s' if deletes != 1 else ''}, more "
             f"than its merge policy's confirm_deletes_over ({over}): confirm the count with "
-            f"confirm_deletes={deletes} (merge_preview shows the rows); nothing was merged",
+            f"{hints.arg('confirm_deletes', deletes)} ({hints.op('merge_preview')} shows the "
+            f"rows); nothing was merged",
             errors.BAD_ARGUMENT,
         )
     ruled = gate.hold is not None and gate.hold.policy is not None

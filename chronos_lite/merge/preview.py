@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .. import render
+from .. import hints, render
 from ..errors import CONFLICT, ChronosError
 from ..storage.db import Database
 from ..storage.worlds import World
@@ -64,7 +64,8 @@ def preview(
     deletes = counted.deletes + sum(s.rows for s in p.schema)
     if deletes:
         tail.append(
-            f"It deletes {deletes} row{'s' if deletes != 1 else ''} (confirm_deletes={deletes})."
+            f"It deletes {deletes} row{'s' if deletes != 1 else ''} "
+            f"({hints.arg('confirm_deletes', deletes)})."
         )
     data = {
         "branch": name,

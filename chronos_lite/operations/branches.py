@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import render
+from .. import hints, render
 from ..merge import diff as merge_diff
 from ..storage import lifecycle
 from ..storage.db import Database
@@ -32,7 +32,7 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     caller.own_worlds.add(world.wid)
     return Reply(
         f"created branch {world.name} (world id {world.wid}) from {source}; "
-        f'pass branch="{world.name}" to work on it',
+        f"pass {hints.arg('branch', world.name)} to work on it",
         _world_data(db, world),
         value=world,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import render
+from .. import hints, render
 from ..search import find as finding
 from ..search import text as textmod
 from ..storage.db import Database
@@ -48,7 +48,7 @@ def _reply(found: finding.Found) -> Reply:
         first = found.offset + 1
         head += f"; row {first} shown" if first == last else f"; rows {first}-{last} shown"
         if last < found.matches:
-            head += f" (the next: offset={last})"
+            head += f" (the next: {hints.arg('offset', last)})"
     shown = [*_SCORED.get(found.ranked_by, ()), *found.columns]
     scores = found.scores or [{} for _row in found.rows]
     cells = [

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from .. import names
+from .. import hints, names
 from ..errors import IN_USE, ChronosError
 from ..sqltext import quote_ident
 from . import events, moments, worlds
@@ -160,7 +160,7 @@ def discard(db: Database, world: World, cascade: bool = False) -> list[World]:
             names = ", ".join(w.name for w in below)
             raise ChronosError(
                 f"branch '{name}' has branches forked from it ({names}): discard those "
-                f"first, or pass cascade=true (--cascade; in SQL DISCARD WORLD {name} CASCADE) "
+                f"first, or pass {hints.arg('cascade')} (in SQL DISCARD WORLD {name} CASCADE) "
                 f"to discard them too",
                 IN_USE,
             )

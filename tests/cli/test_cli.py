@@ -19,7 +19,7 @@ def test_issue_walkthrough(tmp_path):
     assert out.stdout.strip() == "INSERT 0 1"
     out = run_cli(shop, "fork", "task-1", "--meta", '{"task": "fix names"}').stdout.strip()
     assert out.startswith("created branch task-1 (world id w")
-    assert out.endswith(') from main; pass branch="task-1" to work on it')
+    assert out.endswith(") from main; pass --branch task-1 to work on it")
     wid = out.split("world id ")[1].split(")")[0]
     assert len(wid) == 17 and int(wid[1:], 16) >= 0
     out = run_cli(shop, "sql", "-b", "task-1", "update users set name = 'Ada L.' where id = 1")

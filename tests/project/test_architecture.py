@@ -34,6 +34,7 @@ LAYERS = {
     "chronos_lite.render": -1,
     "chronos_lite.rowformats": -1,
     "chronos_lite.progress": -1,
+    "chronos_lite.hints": -1,
     "chronos_lite.sqltext": -1,
     "chronos_lite.names": -1,
 }
