@@ -89,6 +89,15 @@ def destination(db: Database, to: str, replace: bool) -> Path:
             f"new file name",
             IN_USE,
         )
+    beside = [Path(f"{dest}{s}") for s in ("-wal", "-journal")]
+    for journal in beside if dest.exists() else ():
+        if journal.is_file() and journal.stat().st_size > 0:  # (SQLite would apply it)
+            raise ChronosError(
+                f"{journal.name} is beside {dest}: something has that database open or didn't "
+                f"close it cleanly, and SQLite would apply it to the new file; close what uses "
+                f"it (or give a new file name)",
+                IN_USE,
+            )
     return dest
 
 
@@ -104,7 +113,7 @@ def export(
         conn.execute("BEGIN")  # (the branch at one moment, whatever writers do meanwhile)
         reader = _Reader(db, session)
         try:
-            objects, missing = _objects(db, session)
+            objects, missing = _objects(session)
             temp = staging.hidden(dest, "exporting", folder=False)
             out = apsw.Connection(str(temp))
             try:
@@ -153,7 +162,7 @@ class _Object:
         return self.kind == "table" and self.sql[:21].upper().startswith("CREATE VIRTUAL TABLE")
 
 
-def _objects(db: Database, session: Session) -> tuple[list[_Object], list[str]]:
+def _objects(session: Session) -> tuple[list[_Object], list[str]]:
     """The branch's schema objects as SQLite made them (main's, with a world's changes), in
     the order made; and main's virtual tables SQLite couldn't make here (their module isn't
     in this SQLite), as notes."""

@@ -3,7 +3,7 @@ exactly its schema objects (WITHOUT ROWID, STRICT, generated columns, AUTOINCREM
 a view, a trigger, sqlite-utils' FTS5 table) and nothing of chronos; main, a world and
 ``main@<moment>`` each with their own rows; rowids, sqlite_sequence, user_version kept; read in
 one transaction while a writer goes on; a refusal, a failure or a dead export leaves nothing
-at the destination."""
+at the destination; the file adopted again hashes as the branch it came from."""
 
 from __future__ import annotations
 
@@ -229,30 +229,40 @@ def test_refusals_change_nothing_and_say_how_to_fix_the_call(app, tmp_path):
     ]
     (tmp_path / "notes.txt").write_text("not a database")
     cases.append(({"to": str(tmp_path / "notes.txt"), "replace": True}, "isn't an SQLite file"))
+    in_use = tmp_path / "in-use.db"  # (an app's WAL beside it: SQLite would apply it to ours)
+    conn = sqlite3.connect(in_use)
+    conn.execute("pragma journal_mode = wal")
+    conn.execute("create table t(x)")
+    conn.commit()
+    said = "in-use.db-wal is beside"
+    cases.append(({"to": str(in_use), "replace": True}, said))
     for args, said in cases:
         with pytest.raises(ChronosError) as err:
             db.call("export", **args)
         assert said in err.value.message, (args, err.value.message)
+    conn.close()
     assert out.read_bytes() == before and file_dump(tmp_path / "shop") == dump
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "notes.txt", "out.db", "shop"]
+    names = ["app.db", "in-use.db", "notes.txt", "out.db", "shop"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
     assert (tmp_path / "notes.txt").read_text() == "not a database"
     db.sql("insert into loose values (5, 'new')")
     db.export(out, replace=True)  # (replace: the new file, whole)
     assert rows(out, "select count(*) from loose") == [(3,)]
 
 
-def test_a_failed_export_leaves_nothing(app, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fault", [ChronosError("disk trouble"), KeyboardInterrupt()])
+def test_a_failed_or_interrupted_export_leaves_nothing(app, tmp_path, monkeypatch, fault):
     db, _original = app
     out = tmp_path / "out.db"
     db.export(out)
     before = out.read_bytes()
 
     def broken(*_args):
-        raise ChronosError("disk trouble")
+        raise fault
 
     monkeypatch.setattr(exporting, "_sequences", broken)  # (half way: the rows written)
     for to, replace in ((tmp_path / "new.db", False), (out, True)):
-        with pytest.raises(ChronosError, match="disk trouble"):
+        with pytest.raises(type(fault)):
             db.export(to, replace=replace)
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "out.db", "shop"]
@@ -326,3 +336,69 @@ def test_other_virtual_tables_come_out_as_main_has_them(db, tmp_path):
     assert rows(tmp_path / "main.db", "select rowid, * from notes") == [(1, "a", 1), (2, "b", 2)]
     # (main's rows keep main's rowid; a row only the world has takes the next one)
     assert rows(tmp_path / "w.db", "select rowid, * from notes") == [(2, "b", 2), (3, "c", 3)]
+
+
+def test_a_file_adopted_again_hashes_as_the_branch_it_came_from(app, tmp_path):
+    """The way back in: a branch's file, adopted by `init --from`, holds the same tables and
+    rows (its content hash is the branch's)."""
+    db, _original = app
+    db.fork("w")
+    db.sql("update loose set b = 'z' where a = 2; insert into tagged values ('e', 5)", branch="w")
+    for branch in ("main", "w"):
+        out = tmp_path / f"{branch}.db"
+        db.export(out, branch=branch)
+        with chronos_lite.init(tmp_path / f"again-{branch}", from_file=out) as again:
+            assert again.hash().hash == db.hash(branch).hash, branch
+
+
+def test_rows_whose_parent_is_missing_are_named_not_refused(tmp_path):
+    """An app that wrote with foreign keys off left a child without its parent: the file is
+    the branch as it is, and the reply names the rows foreign_key_check finds."""
+    original = tmp_path / "app.db"
+    conn = sqlite3.connect(original)
+    conn.executescript(
+        "create table parents(id integer primary key autoincrement);"
+        "create table kids(id integer primary key autoincrement, parent integer "
+        "references parents(id));"
+        "insert into parents default values; insert into kids(parent) values (1), (7);"
+    )
+    conn.commit()
+    conn.close()
+    with chronos_lite.init(tmp_path / "shop", from_file=original) as db:
+        reply = db.call("export", to=str(tmp_path / "out.db"))
+    assert reply.data["foreign_key_violations"] == [
+        {"table": "kids", "rowid": 2, "parent": "parents"}
+    ]
+    assert "foreign_key_check found rows whose parent is missing (as on main): kids row 2" in (
+        reply.text
+    )
+    assert rows(tmp_path / "out.db", "select * from kids") == [(1, 1), (2, 7)]
+
+
+def test_an_export_killed_half_way_leaves_nothing_at_the_destination(app, tmp_path):
+    """SIGKILL while the file is being made: nothing at the destination, the database as it
+    was, and the next export clears the dead one's hidden file."""
+    db, _original = app
+    out = tmp_path / "out.db"
+    script = (
+        "import sys, time, chronos_lite\n"
+        "from chronos_lite.copies import export\n"
+        "def stuck(*_a):\n"
+        "    print('stuck', flush=True)\n"
+        "    time.sleep(60)\n"
+        "export._sequences = stuck\n"
+        "chronos_lite.open(sys.argv[1]).export(sys.argv[2])\n"
+    )
+    run = [sys.executable, "-c", script, str(tmp_path / "shop"), str(out)]
+    with subprocess.Popen(run, stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline() == "stuck\n"
+            made = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.db.")]
+            assert made == [f".out.db.exporting-{child.pid}"]
+        finally:
+            child.kill()
+            child.wait(timeout=30)
+    assert not out.exists()
+    assert db.sql("select count(*) from loose").results[-1].rows == [(2,)]
+    db.export(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "out.db", "shop"]
