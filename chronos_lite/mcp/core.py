@@ -457,12 +457,14 @@ def _readable_id(message: Any) -> Any:
 
 
 def _tool(op) -> dict:
+    """A tools/list entry: the operation's name, title and description, its schema and its
+    hints as MCP publishes them (``Operation.tool_schema``, ``Operation.tool_annotations``)."""
     return {
         "name": op.name,
         "title": op.title,
         "description": op.description,
-        "inputSchema": op.schema,
-        "annotations": op.annotations,
+        "inputSchema": op.tool_schema,
+        "annotations": op.tool_annotations,
     }
 
 

@@ -21,8 +21,8 @@ from .registry import REGISTRY, Args, Caller, Reply, operation
 @operation(
     "fork",
     "Create a branch",
-    "Creates a branch: an instant private copy of main (or of another branch) to change freely. "
-    'Put notes in meta, e.g. {"task": "..."}. Then pass branch="<name>" to other tools.',
+    "Creates a branch: a private copy to change freely. Fork one per task, then pass "
+    'branch="<name>" to other tools.',
 )
 def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     source = args.get("from") or "main"
@@ -41,7 +41,7 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "set_meta",
     "Set a branch's notes",
-    "Merges a JSON object into a branch's metadata; a null value removes a key.",
+    "Merges keys into a branch's notes (meta).",
     idempotent=True,
 )
 def set_meta_op(db: Database, args: Args, caller: Caller) -> Reply:
@@ -62,8 +62,7 @@ def set_meta_op(db: Database, args: Args, caller: Caller) -> Reply:
 @operation(
     "branches",
     "List branches",
-    "Lists branches (main and every open world) with their parent, number of changes, "
-    "version, owner and notes.",
+    "Lists the branches with their parent, changes, owner and notes.",
     read_only=True,
     idempotent=True,
 )
@@ -96,8 +95,7 @@ def _branches_table(db: Database, worlds: list[World]) -> Reply:
 @operation(
     "discard",
     "Throw a branch away",
-    "Throws a branch and its changes away. A branch with branches forked from it is "
-    "refused unless cascade=true, which discards them too.",
+    "Throws a branch and its changes away.",
     destructive=True,
 )
 def discard_op(db: Database, args: Args, caller: Caller) -> Reply:

@@ -21,9 +21,7 @@ COLUMNS = ["name", "tables", "timeout_ms", "query", "created"]
 @operation(
     "merge_checks",
     "List the merge checks",
-    "The merge checks: SQL queries every merge's result must find nothing in. A merge whose "
-    "result one finds rows in is refused with the rows (23514). A psql-style table (name, "
-    "tables, timeout_ms, query, created). No parameters. Runs SHOW MERGE CHECKS.",
+    "Lists the merge checks: queries every merge's result must find nothing in.",
     read_only=True,
     idempotent=True,
 )
@@ -54,11 +52,8 @@ def merge_checks_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "set_merge_check",
     "Create or replace a merge check",
-    "Creates a merge check, or replaces the one of that name (CREATE OR REPLACE MERGE CHECK "
-    "name [ON TABLES (...)] AS SELECT ...): one SELECT that changes nothing, which every merge "
-    "(or each merge that changes one of tables) runs on its result before it commits; rows it "
-    "finds refuse the merge with them (23514), as does not finishing in timeout_ms. Needs "
-    "admin; in safe mode nothing changes and the reply is the SQL for a person to run.",
+    "Creates or replaces a merge check: a query whose rows in a merge's result refuse it. Needs "
+    "admin; in safe mode it drafts the SQL.",
     destructive=True,
     idempotent=True,
 )
@@ -92,8 +87,7 @@ def set_merge_check_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "drop_merge_check",
     "Remove a merge check",
-    "Removes a merge check (DROP MERGE CHECK name). Needs admin; in safe mode nothing changes "
-    "and the reply is the SQL for a person to run.",
+    "Removes a merge check. Needs admin; in safe mode it drafts the SQL.",
     destructive=True,
 )
 def drop_merge_check_op(db: Database, args: dict, caller: Caller) -> Reply:

@@ -23,8 +23,8 @@ class NoRow(ChronosError):
 @operation(
     "describe",
     "Describe the tables",
-    "Tables with row counts, their fields with types, keys and rules, an example or the allowed "
-    "values of each, and a sample row, on any branch (default main). Call this first.",
+    "Tables, their fields (types, rules, allowed values or an example) and a sample row. Call "
+    "this first.",
     read_only=True,
     idempotent=True,
 )
@@ -36,7 +36,7 @@ def describe_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "get",
     "Read one row",
-    "Reads one row by its id (its primary key as text).",
+    "Reads one row by its id.",
     read_only=True,
     idempotent=True,
 )

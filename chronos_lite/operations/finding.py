@@ -15,11 +15,8 @@ from .registry import Args, Caller, Reply, branch_of, operation
 @operation(
     "find",
     "Find rows",
-    'Exact filters (where: {"field": value, ...}, all must match), plus optional text search '
-    "(BM25) and/or vector similarity (dot product), best first, on any branch. Returns the "
-    "match count (1 match, 3 matches), then up to limit rows with their scores; with neither "
-    "text nor vector, the matching rows in key order. At most 1000 rows a call and offsets to "
-    "100000; past those, read with the sql tool.",
+    "Finds rows by exact filters, text search and/or vector similarity, best first. Ask for "
+    "small pages.",
     read_only=True,
     idempotent=True,
 )

@@ -19,9 +19,7 @@ from .registry import Caller, Reply, operation
 @operation(
     "restore",
     "Put a branch back to a moment",
-    "Puts a branch back as it was at a moment (a time like 2026-11-30 10:00, or a time ago "
-    "like -10 minutes), as an ordinary write: every row that differs is written back, and "
-    "history keeps both, so the restore can be undone too.",
+    "Puts a branch back as it was at a moment, as an ordinary (undoable) write.",
     destructive=True,
 )
 def restore_op(db: Database, args: dict, caller: Caller) -> Reply:
@@ -33,7 +31,7 @@ def restore_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "checkpoint",
     "Name a moment",
-    "Names this moment of a branch (e.g. before-migration), to go back to with rollback.",
+    "Names this moment of a branch, to go back to with rollback.",
 )
 def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
     when = restore.checkpoint(db, args["branch"], args["name"])
@@ -44,8 +42,7 @@ def checkpoint_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "rollback",
     "Go back to a checkpoint",
-    "Puts a branch back as it was at one of its checkpoints, as an ordinary write (its history "
-    "keeps the rest).",
+    "Puts a branch back as it was at one of its checkpoints.",
     destructive=True,
 )
 def rollback_op(db: Database, args: dict, caller: Caller) -> Reply:
@@ -69,10 +66,7 @@ def _restored(done: restore.Restored, to: str) -> Reply:
 @operation(
     "history",
     "What happened to a branch",
-    "What happened to a branch recently, newest first: forks, writes (per call, with the rows "
-    "they changed, and on main the writes apps made directly), merges, rebases, restores, "
-    "rollbacks, checkpoints, discards; who did each. limit: how many (default 30; ask for "
-    "small pages).",
+    "What happened to a branch, newest first, and who did it. Ask for small pages.",
     read_only=True,
     idempotent=True,
 )
@@ -92,8 +86,7 @@ def history_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "undo_merge",
     "Undo a merge",
-    "Puts back, in the parent, every row the branch's latest merge changed. Refuses if some "
-    "were changed since, naming them; skip_changed=true leaves those alone.",
+    "Puts back, in the parent, every row a branch's latest merge changed.",
     destructive=True,
 )
 def undo_merge_op(db: Database, args: dict, caller: Caller) -> Reply:

@@ -38,11 +38,8 @@ def _merge_options(args: Args, gate: Gate | None = None) -> Options:
 @operation(
     "diff",
     "What changed",
-    "What changed on a branch since it was forked, row by row and field by field: the count "
-    "and a line per table first, the deleted rows first with what they held, then "
-    "'+ table/id {row}' and '~ table/id field: old -> new'. Pages of limit (default 20; ask "
-    "for small pages) from offset. to: compare with another branch. as_sql: the change as SQL "
-    "statements. count: the count line alone. readers: what reads the changed columns.",
+    "What changed on a branch since its fork, row by row. Check your changes with it; ask for "
+    "small pages.",
     read_only=True,
     idempotent=True,
 )
@@ -84,11 +81,8 @@ def _diff_reply(db: Database, args: dict, d: merge_diff.Diff) -> Reply:
 @operation(
     "merge",
     "Merge a branch",
-    "Applies a branch's changes to its parent and finishes the branch. If rows both sides "
-    "changed, nothing is merged and the conflicts come back (base, ours, theirs), with a hint: "
-    "settle with resolve (ours | theirs), by_columns, rows, or look with merge_preview. With "
-    "only_tables, only_keys or into, just those rows merge (or go to another branch) and the "
-    "branch stays. version: merge only if the branch is still at that version.",
+    "Applies a branch's changes to its parent and ends the branch. Conflicts come back unmerged: "
+    "settle them with resolve, by_columns or rows.",
     destructive=True,
 )
 def merge_op(db: Database, args: Args, caller: Caller) -> Reply:
@@ -114,11 +108,7 @@ def merge_op(db: Database, args: Args, caller: Caller) -> Reply:
 @operation(
     "merge_preview",
     "Preview a merge",
-    "What merge would do with the same parameters, without doing it: a row per table first "
-    "(outcome summary), then the rows it deletes, then the rest, each with its outcome (apply, "
-    "conflict, combined, theirs, by hand), why, and the base, ours, theirs and result rows; "
-    "then what reads the changed columns (as diff with readers). Pages of limit (default 20) "
-    "from offset; pass the version it names with later pages and with merge.",
+    "What merge would do with the same parameters, without doing it. Ask for small pages.",
     read_only=True,
     idempotent=True,
 )
@@ -133,10 +123,7 @@ def merge_preview_op(db: Database, args: Args, caller: Caller) -> Reply:
 @operation(
     "rebase",
     "Rebase a branch",
-    "Moves a branch's fork point up to its parent as it is now, keeping the branch's own "
-    "changes on top, without changing the parent. Conflicts settle as in merge (resolve, "
-    "by_columns, rows) or the rebase is refused with nothing changed. Returns REBASE n, n the "
-    "parent's rows it took in.",
+    "Moves a branch's fork point up to its parent as it is now, keeping its changes on top.",
 )
 def rebase_op(db: Database, args: Args, caller: Caller) -> Reply:
     n = merge_rebase.rebase(db, args.world_named(db), _merge_options(args))

@@ -41,10 +41,7 @@ _SHOWN = {"max_rows", "max_deletes", "tables", "review_tables", "schema", "overw
 @operation(
     "merge_policies",
     "List the merge policies",
-    "The merge policies: the rules under which an agent's merge goes through without a "
-    "person. A psql-style table (name, max_rows, max_deletes, tables, review_tables, schema, "
-    "overwrite, other rules, created), then a line per agent keeping to one (agent bot keeps "
-    "to small), or no agent keeps to a merge policy. No parameters. Runs SHOW MERGE POLICIES.",
+    "Lists the merge policies (when an agent's merge needs no person) and who keeps to them.",
     read_only=True,
     idempotent=True,
 )
@@ -95,10 +92,8 @@ def _agents(kept: list[tuple[str, str]], p: Policy) -> list[str]:
 @operation(
     "check_merge_policy",
     "Try merge policy rules on a branch",
-    "Tries rules on a branch's real changes before any agent keeps to them: would its merge "
-    "go through on its own, or wait for a person, and why. Give a policy's name, rules, or "
-    "both: the rules change the named policy's for this check only. Nothing is saved, and "
-    "nothing merges. Rows both sides changed aren't a rule: see them with merge_preview.",
+    "Tries merge policy rules on a branch: would its merge go through alone, and if not why. "
+    "Changes nothing.",
     read_only=True,
     idempotent=True,
 )
@@ -133,11 +128,8 @@ def _checked(db: Database, rules: dict) -> dict:
 @operation(
     "set_merge_policy",
     "Create or change a merge policy",
-    "Creates a merge policy, or changes the rules given of an existing one (the others "
-    "stay), and has agents keep to it. Runs CREATE/ALTER MERGE POLICY and ALTER AGENT ... SET "
-    "(policy = ...) as one call. Needs admin; in safe mode nothing changes and the reply is "
-    "the SQL for a person to run. An unknown rule, or a value of the wrong type, is refused "
-    "with the rules' names. Returns the policy as a table.",
+    "Creates or changes a merge policy and has agents keep to it. Needs admin; in safe mode it "
+    "drafts the SQL.",
     destructive=True,
     idempotent=True,
 )
@@ -169,9 +161,7 @@ def set_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:
 @operation(
     "drop_merge_policy",
     "Remove a merge policy",
-    "Removes a merge policy. Refused while an agent keeps to it, unless release_agents "
-    "(DROP MERGE POLICY ... CASCADE: released and dropped in one step). Needs admin; in safe "
-    "mode nothing changes and the reply is the SQL for a person to run.",
+    "Removes a merge policy. Needs admin; in safe mode it drafts the SQL.",
     destructive=True,
 )
 def drop_merge_policy_op(db: Database, args: dict, caller: Caller) -> Reply:

@@ -14,11 +14,8 @@ from .registry import Args, Caller, Reply, operation
 @operation(
     "check_reads",
     "Whether anything the branch read changed since it forked",
-    'For a branch forked with check_reads (meta {"check_reads": true}, or by an agent whose '
-    "merge policy has check_reads): the queries it ran on itself, each run again on its "
-    "parent as it was at the fork and as it is now; what differs changed under it. Call it "
-    "at the start of each step of a long task: if something changed, read it again and "
-    "decide again (rebase first) before writing. Changes nothing. Runs CHECK READS <branch>.",
+    "Whether what a branch forked with check_reads read has changed since. Call it before each "
+    "step of a long task.",
     read_only=True,
 )
 def check_reads_op(db: Database, args: Args, caller: Caller) -> Reply:

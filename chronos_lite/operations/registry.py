@@ -100,11 +100,76 @@ class Operation:
 
     @cached_property
     def schema(self) -> dict:
+        """``schemas/<name>.json``, with each ``{"$ref": "shared/<file>.json", ...}`` in it
+        written in place (the shared file's keys, then the referring object's own: its
+        description), so that validation, the CLI and MCP all see one plain schema."""
         for folder in SCHEMA_DIRS:
             path = folder / f"{self.name}.json"
             if path.is_file():
-                return json.loads(path.read_text())
+                return self._inline_refs(json.loads(path.read_text()), folder)
         raise FileNotFoundError(f"schema for operation {self.name} not found")
+
+    @cached_property
+    def tool_schema(self) -> dict:
+        """The schema MCP publishes as the tool's inputSchema: ``schema`` accepting exactly the
+        same arguments, without what an agent pays for in every tools/list and doesn't need:
+        ``$schema`` (MCP's default, 2020-12) and ``title`` (the tool's name) at its top,
+        chronos' own ``x-`` keys (the CLI's and the error messages'), a ``minLength`` of 1
+        beside a ``pattern`` that needs a character anyway, and, under a parameter marked
+        ``"x-mcp-brief": true``, the descriptions its own description points elsewhere for."""
+        return self._published(self.schema)
+
+    @property
+    def tool_annotations(self) -> dict[str, bool]:
+        """``annotations`` as MCP publishes them: each hint that differs from MCP's default for
+        it (a hint left out means the default: readOnlyHint false, destructiveHint true,
+        idempotentHint false, openWorldHint true)."""
+        return {k: v for k, v in self.annotations.items() if self.MCP_HINT_DEFAULTS[k] is not v}
+
+    # MCP's default for each hint, which a tools/list entry leaves out
+    MCP_HINT_DEFAULTS = {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    }
+
+    @staticmethod
+    def _inline_refs(schema: Any, folder: Path) -> Any:
+        """``schema`` with each object holding a ``$ref`` (a path under ``folder``, the schemas
+        folder) replaced by that file's schema, the object's other keys kept over the file's."""
+        if isinstance(schema, list):
+            return [Operation._inline_refs(item, folder) for item in schema]
+        if not isinstance(schema, dict):
+            return schema
+        out = {k: Operation._inline_refs(v, folder) for k, v in schema.items() if k != "$ref"}
+        if "$ref" in schema:
+            shared = json.loads((folder / schema["$ref"]).read_text())
+            out = {**Operation._inline_refs(shared, folder), **out}
+        return out
+
+    @staticmethod
+    def _published(schema: dict, top: bool = True, brief: bool = False) -> dict:
+        """``tool_schema``'s work on one schema (``brief``: without its description)."""
+        import re  # (only tools/list needs it)
+
+        dropped = {"$schema", "title"} if top else set()
+        if brief:
+            dropped.add("description")
+        pattern = schema.get("pattern")
+        if schema.get("minLength") == 1 and pattern is not None and re.search(pattern, "") is None:
+            dropped.add("minLength")  # (the pattern needs a character: the same values pass)
+        inner = bool(schema.get("x-mcp-brief"))
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in dropped or key.startswith("x-"):
+                continue
+            if key == "properties":  # (a map of parameter names: each value a schema)
+                value = {n: Operation._published(spec, False, inner) for n, spec in value.items()}
+            elif key == "items" and isinstance(value, dict):
+                value = Operation._published(value, False, inner)
+            out[key] = value
+        return out
 
     @cached_property
     def validator(self) -> jsonschema.protocols.Validator:

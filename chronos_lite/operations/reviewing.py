@@ -161,11 +161,7 @@ def _waits(db: Database, name: str, r: Review, doing: str = "merge") -> Waiting:
 @operation(
     "reviews",
     "Merges waiting for a person",
-    "Merges a policy sent to a person, oldest first: world, owner, policy, reasons, asked, "
-    "version (when its agent asked), changed_since (the branch was written to, or partly "
-    "merged, since), scope (declared in its meta), changes (per table, deletes first), and a "
-    "reviewer's verdict. A person approves with merge at that version (MERGE WORLD ... AT "
-    "VERSION n), or throws it away with discard. No parameters. Runs SHOW REVIEWS.",
+    "Lists the merges held for a person, oldest first, with why.",
     read_only=True,
     idempotent=True,
 )
@@ -224,11 +220,7 @@ def _changes(d: merge_diff.Diff) -> str:
 @operation(
     "review",
     "Decide a held merge (a policy's reviewer)",
-    "For a merge policy's reviewer (the policy's reviewer names the agent): decide a held "
-    "merge before a person does. approve merges it as it was held (refused if the branch "
-    "changed since), reject keeps it from merging, pass leaves it to a person; the reason is "
-    "kept in reviews and the audit. Runs REVIEW WORLD <branch> APPROVE | REJECT | PASS REASON "
-    "'...'.",
+    "For a merge policy's reviewer: approve, reject or pass a held merge.",
     destructive=True,
 )
 def review_op(db: Database, args: Args, caller: Caller) -> Reply:

@@ -16,12 +16,7 @@ from .registry import Args, Caller, Reply, operation
 @operation(
     "simulate",
     "Fork, run and score many worlds",
-    "Forks worlds branches from one moment of from, runs script in each in parallel ($1 is the "
-    "world's index 0, 1, ..., $2 its seed), scores each with score (a SELECT giving one "
-    "number), keeps the best keep and discards the rest. random() is seeded per world, so the "
-    "same call gives the same worlds. World i is named <prefix>_<i>. Kept worlds are the "
-    "session's own: diff, merge or discard them as any world; replay makes one again. A world "
-    "whose script or score fails is reported with why. See SIMULATE.",
+    "Forks many worlds, runs a SQL script in each, scores them and keeps the best.",
     destructive=True,
 )
 def simulate_op(db: Database, args: Args, caller: Caller) -> Reply:
@@ -98,9 +93,7 @@ def score_text(value: float | int | None) -> str:
 @operation(
     "replay",
     "Re-run a simulated world",
-    "Makes a simulated world again from its recorded inputs (its base moment, script, score, "
-    "index and seed) and says whether it comes out identical, rows and score; as keeps the "
-    "replay under that name (the session's own world).",
+    "Makes a simulated world again and says whether it comes out identical.",
 )
 def replay_op(db: Database, args: Args, caller: Caller) -> Reply:
     world = db.world(args["world"])  # (main and an unknown name: their own clear errors)

@@ -48,16 +48,8 @@ def _short(sql: str) -> str:
 @operation(
     "sql",
     "Run SQL",
-    "Runs SQL on a branch, as its own session: one or more statements, $1, $2, ... bound from "
-    "params. Statements without BEGIN run as one transaction (a failure rolls back the whole "
-    "call); BEGIN ... COMMIT must both be in the call. Returns each result as a psql-style "
-    "table, or a statement's tag (UPDATE 1). Select only the rows and columns you need (use "
-    "LIMIT; read long values in parts with substr()): over MCP a result holds at most 1000 "
-    "rows and 24,000 characters, and says how to page on; a call may run 30 s (safe mode). "
-    "Chronos' statements run "
-    "their operation, one per call: SHOW WORLDS, DIFF [branch] [TO other] [AS SQL], MERGE "
-    "WORLD name DRY RUN, SHOW HISTORY [branch], FORK WORLD name, ...; and SELECT ... FROM t AS "
-    "OF '<moment>' reads a table as it was.",
+    "Runs SQL on a branch as one transaction: SQLite's, and chronos' own (SHOW WORLDS, DIFF, AS "
+    "OF ...). Select only the rows and columns you need.",
     destructive=True,
 )
 def sql_op(db: Database, args: Args, caller: Caller) -> Reply:

@@ -397,23 +397,29 @@ async def test_tools_list_schemas_and_annotations(shop, folder):
     for tool in tools:
         op = REGISTRY.get(tool.name)
         schema = tool.input_schema
-        assert schema == json.loads((SCHEMAS / f"{tool.name}.json").read_text()), tool.name
+        # The published schema is the file's (shared parts written in place) without $schema
+        # and title, which every tools/list would pay for (MCP's default dialect is 2020-12).
+        assert schema == op.tool_schema, tool.name
+        assert "$schema" not in schema and "title" not in schema and "$ref" not in str(schema)
+        file = json.loads((SCHEMAS / f"{tool.name}.json").read_text())
+        assert file["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         assert schema["type"] == "object"
-        assert not {"oneOf", "anyOf", "allOf"} & set(schema), tool.name
+        assert not {"oneOf", "anyOf", "allOf", "$defs"} & set(schema), tool.name
         jsonschema.Draft202012Validator.check_schema(schema)
-        assert schema.get("$schema") == "https://json-schema.org/draft/2020-12/schema"
         assert tool.title and tool.title.strip() and tool.title == op.title
         assert tool.description and tool.description.strip() and tool.description == op.description
         a = tool.annotations
         assert a is not None, tool.name
-        assert a.read_only_hint is op.read_only
-        assert a.destructive_hint is op.destructive
-        assert a.idempotent_hint is op.idempotent
+        # A hint left out is MCP's default: readOnly false, destructive true, idempotent false.
+        assert (a.read_only_hint or False) is op.read_only
+        assert (True if a.destructive_hint is None else a.destructive_hint) is op.destructive
+        assert (a.idempotent_hint or False) is op.idempotent
         assert a.open_world_hint is False
     by_name = {t.name: t.annotations for t in tools}
     assert by_name["describe"].read_only_hint is True
-    assert by_name["merge"].destructive_hint is True
-    assert by_name["put"].read_only_hint is False
+    assert by_name["describe"].destructive_hint is False
+    assert by_name["merge"].destructive_hint in (True, None)
+    assert by_name["put"].read_only_hint in (False, None)
 
 
 # --- describe and world tables ---------------------------------------------------------------
