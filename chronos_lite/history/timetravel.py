@@ -15,7 +15,7 @@ import re
 import time
 
 from ..errors import BAD_ARGUMENT, ChronosError
-from ..sqltext import keywords, quote_ident, tokens
+from ..sqltext import all_words, keywords, quote_ident, tokens, top_level_words
 from ..storage import moments
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
@@ -184,6 +184,7 @@ def _rewrite_as_of(
         moments.check_world_moment(db.main.conn, world, when, moment)
         return world_count_then(session, n, t, world, when)
     out, at = [], 0
+    listing = _a_listing(stmt, clauses)
     for start, end, moment, _as_at, clause_end in clauses:
         n, t = _table(db, session, _name_at(stmt, start, end), world, moment)
         when = moments.checked_moment(db, moment)
@@ -198,6 +199,8 @@ def _rewrite_as_of(
                 f"{db.schema_version()}"
             )
             select = worldviews.world_at(t, n, world.id, world.base.get(n, 0), when)
+        if listing:
+            view, select = f"{view}_ordered", worldviews.in_key_order(t, select)
         if not session.conn.execute(
             "select 1 from temp.sqlite_schema where name = ?", (view,)
         ).fetchone():
@@ -211,6 +214,28 @@ def _rewrite_as_of(
         at = clause_end
     out.append(stmt[at:])
     return "".join(out)
+
+
+# What makes a statement more than a listing of one table's rows: its rows then come in the
+# order it says, or grouped, joined, aggregated, where a key order would cost a sort for nothing
+_NOT_A_LISTING = frozenset(
+    "GROUP ORDER JOIN UNION INTERSECT EXCEPT DISTINCT WINDOW OVER WITH VALUES COUNT SUM AVG MIN "
+    "MAX TOTAL GROUP_CONCAT STRING_AGG JSON_GROUP_ARRAY JSON_GROUP_OBJECT".split()
+)
+
+
+def _a_listing(stmt: str, clauses: list) -> bool:
+    """Whether ``stmt`` lists one table's rows as they were (``select * from t AS OF ...
+    [where ...] [limit ...]``): they come in key order then, as a scan of the table gives
+    them. Only the order depends on it; anything else reads the past view as it is."""
+    if len(clauses) != 1 or keywords(stmt, 1) != ["SELECT"] or all_words(stmt) & _NOT_A_LISTING:
+        return False
+    start, clause_end = clauses[0][0], clauses[0][4]
+    froms = [at for word, at, _end in top_level_words(stmt[:start]) if word == "FROM"]
+    after = stmt[clause_end:]
+    stops = [at for word, at, _end in top_level_words(after) if word in ("WHERE", "LIMIT")]
+    # the one table of its FROM: no list of tables before it or after it
+    return bool(froms) and "," not in stmt[froms[-1] : start] + after[: (stops or [None])[0]]
 
 
 # select count(*) from <table> AS OF '<moment>': counted from the changes since, as SQLite counts

@@ -68,6 +68,40 @@ def test_as_of_reads_main_as_it_was(shop):
     assert shop.query("select name from users where name = 'as of'") == []  # a string stays
 
 
+def test_as_of_and_a_past_branch_read_in_key_order(shop):
+    shop.sql("insert into users(name, email) values ('Bob', 'b@x'), ('Cy', 'c@x'), ('Di', 'd@x')")
+    shop.sql("create table tags(code text primary key, n int) without rowid")
+    shop.sql("insert into tags values ('b', 2), ('a', 1), ('c', 3)")
+    before = moment()
+    shop.sql("update users set name = 'Bob 2' where id = 2; delete from users where id = 3")
+    shop.sql("update tags set n = 20 where code = 'a'")
+    names = ["Ada", "Bob", "Cy", "Di"]
+    # (without ORDER BY: the rows a change since touched used to come last)
+    assert [r["name"] for r in shop.query(f"select name from users as of '{before}'")] == names
+    assert [
+        r["name"]
+        for r in shop.query(f"select name, id from users as of '{before}' u where id in (1, 2, 3)")
+    ] == names[:3]
+    assert [r["code"] for r in shop.query(f"select code from tags as of '{before}'")] == [
+        "a",
+        "b",
+        "c",
+    ]
+    shop.fork("w")
+    shop.sql("update users set name = 'W' where id = 1", branch="w")
+    then = moment()
+    shop.sql("delete from users where id = 1; update users set name = 'X' where id = 2", branch="w")
+    assert [r["id"] for r in shop.query(f"select id from users as of '{then}'", branch="w")] == [
+        1,
+        2,
+        4,
+    ]
+    # the query's own order, grouping and filters still rule
+    assert shop.query(
+        f"select name from users as of '{before}' where id > 1 order by name desc limit 1"
+    ) == [{"name": "Di"}]
+
+
 def test_main_at_a_moment_is_a_branch_to_read(shop):
     before = moment()
     shop.sql("update users set name = 'Ada L.' where id = 1")

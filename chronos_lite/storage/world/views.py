@@ -62,6 +62,16 @@ def main_as_of(t: TableInfo, n: int, seq: int, with_rowid: bool = False) -> str:
     return f"{live} UNION ALL {past}"
 
 
+def in_key_order(t: TableInfo, select: str, with_rowid: bool = False) -> str:
+    """A past view's rows in key order, as a scan of the table gives them (its rows unchanged
+    since come first, then those changed since: out of order). SQLite drops the ORDER BY where
+    the query orders, groups or aggregates by itself, and pushes a WHERE down past it."""
+    keys = (ROWID_COL,) if t.key_kind == "rowid" else t.pk
+    if t.key_kind == "rowid" and not with_rowid:
+        return select  # (no key to order by: a table without one has none to show)
+    return f"SELECT * FROM ({select}) ORDER BY {', '.join(quote_ident(k) for k in keys)}"
+
+
 class Clock(int):
     """A moment given as the world clock's value rather than a time: exact, as writes tick the
     clock inside their transactions, in the order they commit (a backup's moment)."""
