@@ -77,8 +77,12 @@ class Chronos:
         return reply.value
 
     def sql(self, sql: str, *params: Any, branch: str = "main") -> sqlrun.SqlOutcome:
-        """Run one or more statements as one call; ``$1, $2, ...`` take ``params``."""
-        return self._value("sql", sql=sql, params=list(params) or None, branch=branch)
+        """Run one or more statements as one call; ``$1, $2, ...`` (and ``?``) take ``params``
+        by position; one dict binds ``:name``, ``@name``, ``$name`` by name, as sqlite3 does."""
+        given: list | dict | None = list(params) or None
+        if len(params) == 1 and isinstance(params[0], dict):
+            given = params[0]
+        return self._value("sql", sql=sql, params=given, branch=branch)
 
     def query(self, sql: str, *params: Any, branch: str = "main") -> list[dict[str, Any]]:
         """The rows of the last statement's result, as dicts."""

@@ -80,6 +80,8 @@ def _parse_value(spec: dict, text: str, name: str) -> Any:
         spec = {**spec, "type": kind}
     if isinstance(kind, list) and "integer" in kind and text.lstrip("-").isdigit():
         return int(text)  # (an integer or a word: simulate's keep 3, or all)
+    if isinstance(kind, list) and set(kind) <= {"object", "array"}:
+        kind = "object"  # (params: an array or an object, as JSON)
     if kind in ("object", "array"):
         try:
             return json.loads(text)

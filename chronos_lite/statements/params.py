@@ -4,7 +4,9 @@ array's values by position, in every statement of the call), and SQLite's own ``
 the largest number given so far; a name takes the next number the first time it appears).
 
 ``params`` is an array: each parameter takes the value at its number, a named one too (as
-Python's sqlite3 binds a sequence; the spec's ``params`` is an array). ``?`` and ``?NNN`` are
+Python's sqlite3 binds a sequence; the spec's ``params`` is an array); or an object, whose
+values the named parameters take by name (``{"name": "Ada"}`` for ``:name``, ``@name`` or
+``$name``, as sqlite3 binds a dict). ``?`` and ``?NNN`` are
 written as ``$N`` with the number SQLite gives them, so that every parameter has a name and one
 set of values binds them all by name (a number SQLite skips, ``?2`` alone, leaves no unnamed
 parameter behind).
@@ -17,13 +19,16 @@ from typing import Any
 
 from ..sqltext import tokens
 
-Params = list[Any] | None
+Params = list[Any] | dict[str, Any] | None
+MARKS = ":@$"  # (a name given with its mark, {":name": ...}, is the same name)
 
 
 def bound(statements: list[str], params: Params) -> tuple[list[str], dict[str, Any]]:
     """The statements (``?`` and ``?NNN`` as ``$N``) and the values to bind them by name."""
     numbered = [_numbered(stmt) for stmt in statements]
     texts = [text for text, _names in numbered]
+    if isinstance(params, dict):
+        return texts, {str(k).lstrip(MARKS): _value(v) for k, v in params.items()}
     values = {str(i): _value(v) for i, v in enumerate(params or [], start=1)}
     for _text, names in numbered:
         for name, index in names.items():

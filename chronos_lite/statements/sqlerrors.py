@@ -56,8 +56,9 @@ def explain(
         key = str(exc.args[0])
         used = f"${key} (or ?{key}, or a {key}th ?)" if key.isdigit() else f":{key}"
         message = (
-            f"the SQL uses the parameter {used} but 'params' has no value for it (its values "
-            f"go by position: $1 and ?1 the first, :name and ? the number SQLite gives them)"
+            f"the SQL uses the parameter {used} but 'params' has no value for it (an array's "
+            f"values go by position: $1 and ?1 the first, :name and ? the number SQLite gives "
+            f'them; an object\'s by name: {{"name": ...}} for :name, @name, $name)'
         )
         code = errors.BAD_ARGUMENT
     elif isinstance(exc, OverflowError):

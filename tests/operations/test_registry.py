@@ -41,7 +41,8 @@ SPEC = {
     },
     "sql": {
         "sql": ("string", True, None),
-        "params": ("array", False, None),
+        # the spec's array, or (issue 30) an object for named parameters, as sqlite3 binds
+        "params": (["array", "object"], False, None),
         "branch": ("string", False, "main"),
     },
     "get": {
@@ -148,7 +149,7 @@ def test_every_schema_file_is_an_operation():
         ),
         ("discard", {"branch": "b", "cascade": "yes"}, "'cascade' must be true or false"),
         ("put", {"table": "t", "id": "1", "record": []}, "'record' must be a JSON object"),
-        ("sql", {"sql": "select 1", "params": {}}, "'params' must be an array"),
+        ("sql", {"sql": "select 1", "params": 5}, "'params' must be an array or a JSON object"),
         ("branches", {"x": 1}, "unknown parameter 'x': branches takes no parameters"),
         ("fork", {}, "'name' is required"),
     ],

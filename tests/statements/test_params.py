@@ -77,3 +77,16 @@ def test_the_cli_takes_sqlite_s_forms(db, folder):
     assert out.splitlines()[2].split("|") == [" 1 ", " 2 ", " 1"]
     named = run_cli(folder, "sql", "select :who as who, @who as again", "--params", '["Ada"]')
     assert named.stdout.splitlines()[2].split("|") == [" Ada ", " Ada"]
+    by_name = run_cli(folder, "sql", "select :who as who", "--params", '{"who": "Bo"}', "--csv")
+    assert by_name.stdout == "who\nBo\n"
+
+
+def test_named_parameters_bind_from_an_object(shop):
+    rows = shop.query("select :a as a, @b as b, $c as c", {"a": 1, "b": "two", ":c": [3]})
+    assert rows == [{"a": 1, "b": "two", "c": "[3]"}]
+    out = shop.call("sql", sql="select :name as n", params={"name": "Ada"})
+    assert out.data["results"][0]["rows"] == [["Ada"]]
+    with pytest.raises(ChronosError, match=r"an object's by name"):
+        shop.call("sql", sql="select :a, :b", params={"a": 1})
+    with pytest.raises(ChronosError, match=r"'params' has no value"):
+        shop.call("sql", sql="select ?", params={"a": 1})
