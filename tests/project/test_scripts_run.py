@@ -37,7 +37,18 @@ def test_find_benchmark_quick_run_completes(tmp_path):
 
 def test_quickstart_example_runs(tmp_path):
     proc = _run("examples/quickstart.py", str(tmp_path / "shop"))
-    assert "Ada L." in proc.stdout and "discarded branch task-1" in proc.stdout
+    out = proc.stdout
+    # the whole loop: adopt, fork, change, diff, merge preview, merge, undo
+    for said in (
+        "(4 tables: customers, order_lines, orders, products)",
+        "~ products/2  price: 24.0 -> 26.4",
+        "Merge with --version 3",
+        "merged 4 changes from pen-prices into main",
+        "undid the merge of pen-prices into main: 4 rows put back",
+    ):
+        assert said in out, said
+    reports = [part for part in out.split("$ chronos ") if "revenue" in part]
+    assert " pens     |      2 |   30.25" in reports[-1]  # (main's report as it was)
 
 
 def test_merge_benchmark_quick_run_completes(tmp_path):
