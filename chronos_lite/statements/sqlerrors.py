@@ -7,6 +7,7 @@ import apsw
 
 from .. import errors
 from ..errors import ChronosError
+from ..sqltext import tokens
 from ..storage import faults, guard
 from ..storage.db import Database, Session
 from ..storage.world import schema as worldschema
@@ -83,6 +84,8 @@ def explain(
         elif message.startswith("no such table"):
             known = db.tables_for(session.world, session.conn)
             message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"
+    if message.startswith("no such column") and "(columns of" not in message:
+        message += _columns_named(db, session, stmt)  # (main's and a world's paths alike)
     if total > 1:
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."
@@ -90,3 +93,15 @@ def explain(
         message = f"statement {index} of {total} failed ({undone}): {message} [{short}]"
         return ChronosError(message, code, failed)
     return ChronosError(message, code)
+
+
+def _columns_named(db: Database, session: Session, stmt: str) -> str:
+    """The columns of the tables ``stmt`` names, as "no such table" lists the tables: a
+    typo's right spelling is in sight (at most three tables; none named: nothing)."""
+    words = {text.lower() for text, kind, _at, _end in tokens(stmt) if kind in ("word", "name")}
+    known = db.tables_for(session.world, session.conn)
+    named = [(name, t) for name, (_n, t) in sorted(known.items()) if name.lower() in words]
+    if not named or len(named) > 3:
+        return ""
+    listed = "; ".join(f"{name}: {', '.join(t.column_names)}" for name, t in named)
+    return f" (columns of {listed})"

@@ -153,7 +153,9 @@ def test_o_sends_results_to_a_file_and_back(term, tmp_path):
     assert term.run(keys) == 0
     assert results.read_text() == ADA
     assert term.out.getvalue().split("\n", 1)[1] == " two\n-----\n   2\n(1 row)\n"
-    assert term.err.getvalue() == "ERROR: no such column: nope\n"
+    assert (
+        term.err.getvalue() == "ERROR: no such column: nope (columns of users: id, name, email)\n"
+    )
 
 
 def test_o_to_a_folder_that_does_not_exist_is_an_error(term, tmp_path):

@@ -170,3 +170,16 @@ def test_a_call_whose_own_transaction_rolls_back_records_nothing(shop, branch):
 def test_an_unnamed_column_is_named_by_its_expression_alone(shop):
     result = shop.sql("select 1, 2 + 3").results[0]
     assert result.columns == ["1", "2 + 3"]
+
+
+def test_no_such_column_lists_the_columns_on_main_and_in_a_world(shop):
+    """As "no such table" lists the tables: the same words from main's path and a world's
+    (whose ALTER TABLE is chronos' own)."""
+    shop.fork("w")
+    for branch in ("main", "w"):
+        with pytest.raises(ChronosError) as err:
+            shop.sql("select nme from users", branch=branch)
+        assert err.value.message == "no such column: nme (columns of users: id, name, email)"
+        with pytest.raises(ChronosError) as err:
+            shop.sql("alter table users rename column nme to x", branch=branch)
+        assert err.value.message == 'no such column: "nme" (columns of users: id, name, email)'
