@@ -125,7 +125,12 @@ def _init(argv: list[str]) -> int:
     parser.add_argument("folder")
     parser.add_argument("--from", dest="source", default=None)
     ns = parser.parse_intermixed_args(argv)
-    created = create(ns.folder, ns.source)
+    bars = Bars("init")
+    try:
+        with progress.listening(bars):  # (a big file's adoption shows a bar on a terminal)
+            created = create(ns.folder, ns.source)
+    finally:
+        bars.close()
     with open_folder(ns.folder) as db:
         tables = sorted(db.tables())
     noun = "table" if len(tables) == 1 else "tables"

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import apsw
 
+from .. import progress
 from ..errors import BAD_ARGUMENT, IN_USE, NOT_FOUND, ChronosError
 from . import schemasync, shadow
 from .db import DB_FILE
+
+STEP_PAGES = 4096  # pages an adopted file's copy takes a step (16 MB at SQLite's default size)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,10 @@ def create(folder: str | os.PathLike, from_file: str | os.PathLike | None = None
             # The backup API copies a consistent snapshot, even of a file in use.
             src = apsw.Connection(str(from_file), flags=apsw.SQLITE_OPEN_READONLY)
             with conn.backup("main", src, "main") as backup:
-                backup.step()
+                while not backup.done:  # (a step at a time: a big file's copy says how far)
+                    backup.step(STEP_PAGES)
+                    total, left = backup.page_count, backup.remaining
+                    progress.report(f"adopting {source.name}: pages", total - left, total)
             src.close()
         conn.execute("pragma journal_mode = wal")
         conn.execute("BEGIN IMMEDIATE")
