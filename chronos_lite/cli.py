@@ -170,7 +170,7 @@ def _shell(folder: str, argv: list[str]) -> int:
         print(f"chronos: {render.terminal(problem)}", file=sys.stderr)
     with (
         open_folder(folder, keep_temp=True) as db,  # (a session: TEMP objects last)
-        hints.spelled(hints.FLAGS),  # (the shell's \operations take flags)
+        hints.spelled(hints.SHELL),  # (its backslash operations take flags; USE WORLD switches)
     ):
         fmt = SCRIPT_FORMATS.get(ns.format) if ns.format else None
         shell = Shell(db, ns.branch, settings=settings, interactive=script is None, fmt=fmt)

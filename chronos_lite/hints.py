@@ -16,14 +16,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-CALL, FLAGS = "call", "flags"  # parameters (MCP, Python); flags (the command line, the shell)
+# parameters (MCP, Python); flags (the command line); the shell (its \operations take flags,
+# and it switches branch with USE WORLD)
+CALL, FLAGS, SHELL = "call", "flags", "shell"
 
 _SPELLING: ContextVar[str] = ContextVar("chronos_spelling", default=CALL)
 
 
 @contextmanager
 def spelled(spelling: str) -> Iterator[None]:
-    """Messages made in this context spell calls as ``spelling`` does (CALL or FLAGS)."""
+    """Messages made in this context spell calls as ``spelling`` does (CALL, FLAGS, SHELL)."""
     token = _SPELLING.set(spelling)
     try:
         yield
@@ -32,7 +34,15 @@ def spelled(spelling: str) -> Iterator[None]:
 
 
 def flags() -> bool:
-    return _SPELLING.get() == FLAGS
+    return _SPELLING.get() != CALL
+
+
+def work_on(branch: str) -> str:
+    """How the caller goes on on ``branch``: ``pass branch="task-1"``, ``pass --branch task-1``,
+    ``USE WORLD task-1`` in the shell."""
+    if _SPELLING.get() == SHELL:
+        return f"USE WORLD {branch} (or \\c {branch})"
+    return f"pass {arg('branch', branch)}"
 
 
 def arg(name: str, value: Any = True) -> str:

@@ -32,7 +32,7 @@ def fork_op(db: Database, args: dict, caller: Caller) -> Reply:
     caller.own_worlds.add(world.wid)
     return Reply(
         f"created branch {world.name} (world id {world.wid}) from {source}; "
-        f"pass {hints.arg('branch', world.name)} to work on it",
+        f"{hints.work_on(world.name)} to work on it",
         _world_data(db, world),
         value=world,
     )

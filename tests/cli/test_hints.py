@@ -34,6 +34,8 @@ def test_the_command_line_spells_flags(shop):
 def test_the_shell_spells_its_operations_flags(shop):
     out = run_cli(shop, "-c", "\\diff w --limit 2")
     assert "call diff again with --offset 2" in out.stdout
+    forked = run_cli(shop, "-c", "FORK WORLD w3").stdout
+    assert "USE WORLD w3 (or \\c w3) to work on it" in forked
 
 
 def test_python_and_mcp_spell_parameters(shop):
