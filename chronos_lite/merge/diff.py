@@ -200,13 +200,15 @@ def forked(db: Database, ref: BranchRef) -> World:
     if ref.past:
         raise ChronosError(
             f"diff shows what a branch changed since its fork; to compare with a branch as it "
-            f"was at a moment, give that as to (diff {ref.name} with to={ref})",
+            f"was at a moment, give that as to (diff {ref.name} with "
+            f"{hints.arg('to', str(ref))})",
             BAD_ARGUMENT,
         )
     if ref.is_main:
         raise ChronosError(
             "main has no fork to compare with: give a branch you forked (or compare a branch "
-            "with main: diff <branch> with to=main; in SQL DIFF <branch> TO main)",
+            f"with main: diff <branch> with {hints.arg('to', 'main')}; in SQL DIFF <branch> TO "
+            "main)",
             BAD_ARGUMENT,
         )
     return db.world(ref)
