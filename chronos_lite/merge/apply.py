@@ -186,9 +186,9 @@ def settle(c: Change, opts: Options, reach: Reach, parent: str) -> Outcome:
     return outcome
 
 
-def plan(db: Database, world: World, opts: Options) -> Plan:
+def plan(db: Database, world: World, opts: Options, doing: str = "merging") -> Plan:
     p, reach = prepare(db, world, opts)
-    reading = f"merging {world.name}: reading its changes"
+    reading = f"{doing} {world.name}: reading its changes"
     for n, c in enumerate(world_changes(db, p.world, p.parent, reach.tables, p.other), 1):
         if n % progress.EVERY == 0:
             progress.report(reading, n)

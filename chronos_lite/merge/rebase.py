@@ -34,7 +34,7 @@ def rebase(db: Database, world: World, opts: Options) -> int:
         world = worlds.again(conn, world)  # (as the file has it, now nothing moves under it)
         check_version(world, opts.version)
         reads.refuse_stale(db, world, "rebasing")  # (what it read must still hold)
-        p = plan(db, world, opts)
+        p = plan(db, world, opts, "rebasing")
         clashes = [s for s in p.schema if s.conflict]
         if clashes:  # the world's schema changes must still fit the parent as it is now
             raise schema_conflict_error(world, p.parent_name, clashes, "rebasing")
