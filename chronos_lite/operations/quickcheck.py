@@ -83,7 +83,9 @@ def _value_check(spec: dict) -> Check | None:
         nullable = "null" in kind
         return lambda v: (nullable and v is None) or any(o(v) for o in options)
     if kind == "object" and "properties" in spec:  # (an object of named keys: as a schema)
-        return compile_schema({k: v for k, v in spec.items() if k != "description"})
+        # (chronos' own x- keys say how to show it, nothing of what it accepts)
+        kept = {k: v for k, v in spec.items() if k != "description" and not k.startswith("x-")}
+        return compile_schema(kept)
     if set(spec) - _KNOWN or kind not in _TYPES:
         return None
     parts: list[Check] = [_TYPES[spec["type"]]]
