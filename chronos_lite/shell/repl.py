@@ -2,7 +2,8 @@
 
 Multi-line statements run at their ``;``, backslash commands at the end of their line; the
 input history is kept per user; SQL is highlighted by pygments' lexer; Tab completes keywords,
-the current branch's tables and columns, world names, chronos statements and commands.
+the current branch's tables and columns, world names, chronos statements and commands (a single
+candidate at once); ``\\e``'s text comes back as the next prompt's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from pathlib import Path
 
 import apsw
 from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.completion import (
+    CompleteEvent,
+    Completer,
+    Completion,
+    get_common_complete_suffix,
+)
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
@@ -28,6 +34,7 @@ from .. import render
 from ..operations.registry import REGISTRY
 from ..statements import chronos_sql
 from ..storage.branchref import BranchRef
+from .dots import DOTS
 from .session import ALIASES, BUILTINS, Shell
 
 # What a word can hold: names like task-1, before-migration, main@yesterday; \commands.
@@ -89,6 +96,10 @@ class ShellCompleter(Completer):
         self, document: Document, complete_event: CompleteEvent
     ) -> Iterable[Completion]:
         before = document.text_before_cursor
+        if not document.current_line_before_cursor.strip() and not (
+            complete_event.completion_requested
+        ):
+            return  # (a new line of a statement, nothing typed on it yet: no menu)
         m = _PARTIAL.search(before)
         assert m is not None  # (the pattern matches the empty string at the end)
         partial = m.group(0)
@@ -112,7 +123,9 @@ class ShellCompleter(Completer):
             return [f"\\{w}" for w in BUILTINS] + [f"\\{a}" for a in ALIASES] + ops
         if words and words[0] in _BRANCH_COMMANDS and len(words) == 1:
             return self.branches()
-        if words and words[0] == "\\d":
+        if first.startswith(".") and not words:
+            return [f".{w}" for w in DOTS]
+        if words and words[0] in ("\\d", "\\dt", ".schema", ".tables"):
             return sorted(self.tables())
         if previous in _BRANCH_BEFORE or (previous == "FROM" and "FORK" in first.upper()[:5]):
             return self.branches()
@@ -141,6 +154,33 @@ def _bindings(shell: Shell) -> KeyBindings:
             buffer.validate_and_handle()
         else:
             buffer.insert_text("\n")
+
+    @keys.add("tab")
+    def _tab(event: KeyPressEvent) -> None:
+        """One candidate: taken at once; more: the menu, the first chosen (their common
+        beginning typed first); on a line with nothing typed yet: four spaces."""
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.completions:
+            if len(state.completions) == 1 and state.complete_index is None:
+                buffer.apply_completion(state.completions[0])
+            else:
+                buffer.complete_next()
+            return
+        if not buffer.document.current_line_before_cursor.strip():
+            buffer.insert_text("    ")
+            return
+        if buffer.completer is None:
+            return
+        requested = CompleteEvent(completion_requested=True)
+        found = list(buffer.completer.get_completions(buffer.document, requested))
+        if len(found) == 1:
+            buffer.apply_completion(found[0])
+        elif found:
+            common = get_common_complete_suffix(buffer.document, found)
+            if common:
+                buffer.insert_text(common, fire_event=False)
+            buffer.start_completion(select_first=not common)
 
     return keys
 
@@ -181,8 +221,9 @@ def run(
     for line in startup:
         shell.run_input(line, "startup")
     while not shell.quit:
+        default, shell.edited = shell.edited or "", None  # (what \e left: Enter runs it)
         try:
-            text = session.prompt(shell.prompt)
+            text = session.prompt(shell.prompt, default=default)
         except KeyboardInterrupt:
             continue
         except EOFError:

@@ -2,7 +2,8 @@
 
 Statements go to the registry's ``sql`` operation on the shell's branch (chronos statements
 included: the ``sql`` operation parses them); backslash commands go to the registry operation
-they name, with the CLI's arguments. Ctrl-C during a call interrupts SQLite (the call then
+they name, with the CLI's arguments (the shell's own: ``BUILTINS``, some in modules of their
+own; sqlite3's dot-commands: ``dots``). Ctrl-C during a call interrupts SQLite (the call then
 fails and rolls back) and the shell goes on.
 """
 
@@ -26,7 +27,7 @@ from ..operations.registry import REGISTRY, Operation, Reply
 from ..statements import chronos_sql
 from ..storage.branchref import BranchRef
 from ..storage.db import Database
-from . import output
+from . import dots, editor, output, relations
 from .cancel import Canceller
 from .config import Settings
 
@@ -72,6 +73,8 @@ class Shell:
         self.quit = False
         self.file: TextIO | None = None  # \o
         self.elapsed = 0.0  # the last call's time, for the timing command
+        self.last_query = ""  # the last statement run, for \e
+        self.edited: str | None = None  # what \e left, for the next prompt to start with
         self.canceller = Canceller(db.interrupt)
 
     # --- the prompt ---------------------------------------------------------------------
@@ -84,12 +87,13 @@ class Shell:
 
     @staticmethod
     def is_complete(text: str) -> bool:
-        """Whether an input is ready to run: a backslash command at its line's end, a
-        statement at its ``;`` (as SQLite reads it: triggers end at END;)."""
+        """Whether an input is ready to run: a backslash (or sqlite3 dot-) command at its
+        line's end, a statement at its ``;`` (as SQLite reads it: triggers end at END;) or at
+        a line of its own that is ``\\e``."""
         stripped = text.strip()
-        if not stripped or stripped.startswith("\\") or stripped.lower() in ("quit", "exit"):
+        if not stripped or stripped.startswith(("\\", ".")) or stripped.lower() in ("quit", "exit"):
             return True
-        return apsw.complete(text)
+        return apsw.complete(text) or stripped.splitlines()[-1].strip() == "\\e"
 
     # --- running input ------------------------------------------------------------------
 
@@ -129,9 +133,17 @@ class Shell:
         if stripped.startswith("\\"):
             self._backslash(stripped[1:])
             return
+        if stripped.startswith("."):
+            dots.run(self, stripped)
+            return
         if stripped.lower().rstrip(";") in ("quit", "exit"):
             self.quit = True
             return
+        query, _, last = stripped.rpartition("\n")
+        if last.strip() == "\\e":  # typed on a statement's later line: edit the lines before it
+            editor.edit(self, query)
+            return
+        self.last_query = stripped
         for stmt in sqltext.split_statements(text):
             self._statement(stmt)
 
@@ -315,6 +327,7 @@ class Shell:
         lines = ["Shell commands:"]
         for word, command in BUILTINS.items():
             lines.append(f"  \\{(word + ' ' + command.args).strip():<22}{command.help}")
+        lines.append(f"  ({dots.SUMMARY})")
         lines.append("Operations (as the CLI and MCP tools; \\? <command> shows the arguments):")
         shown = {v: k for k, v in ALIASES.items()}
         for op in REGISTRY:
@@ -422,6 +435,9 @@ class Shell:
 BUILTINS: dict[str, Command] = {
     "?": Command(Shell._help, "[command]", "this help, or one command's arguments"),
     "c": Command(Shell._connect, "[branch]", "work on a branch: main, a world, or name@when"),
+    "d": Command(relations.list_relations, "[table]", "the tables and views, or describe one"),
+    "dt": Command(relations.list_tables, "[pattern]", "the tables (as sqlite3's .tables)"),
+    "e": Command(editor.edit_last, "", "edit the query (or the last) in $EDITOR; Enter runs it"),
     "timing": Command(Shell._timing, "[on|off]", "show each statement's time"),
     "x": Command(Shell._expanded, "[on|off|auto]", "expanded output: a record per row"),
     "i": Command(Shell._include, "<file>", "run a file's statements and commands"),
@@ -459,7 +475,7 @@ def split_script(text: str) -> list[tuple[int, str]]:
     buffer: list[str] = []
     start = 1
     for number, line in enumerate(text.splitlines(), start=1):
-        if not buffer and line.strip().startswith("\\"):
+        if not buffer and line.strip().startswith(("\\", ".")):
             pieces.append((number, line.strip()))
             continue
         if not buffer:

@@ -45,7 +45,7 @@ def test_every_operation_is_a_backslash_command(shop):
         shell.run_input(f"\\{word}")  # most need arguments: the registry says which
         assert "unknown command" not in err.getvalue(), word
         shell.run_input(f"\\? {word}")
-        assert f"usage: \\{word} " in out.getvalue(), word
+        assert re.search(rf"usage: \\{re.escape(word)}\s", out.getvalue()), word
     assert "ERROR: 'sql' is required" in err.getvalue()
     assert "ERROR: 'branch' is required" in err.getvalue()
 
@@ -58,7 +58,6 @@ def test_every_operation_is_a_backslash_command(shop):
         ("\\branches", "branches", {}),
         ("\\worlds", "branches", {}),
         ("\\describe", "describe", {}),
-        ("\\d", "describe", {}),
         ("\\d users", "describe", {"table": "users"}),
         ("\\diff task-1", "diff", {"branch": "task-1"}),
         ("\\diff task-1 --as-sql", "diff", {"branch": "task-1", "as_sql": True}),
