@@ -234,8 +234,9 @@ def _a_listing(stmt: str, clauses: list) -> bool:
     froms = [at for word, at, _end in top_level_words(stmt[:start]) if word == "FROM"]
     after = stmt[clause_end:]
     stops = [at for word, at, _end in top_level_words(after) if word in ("WHERE", "LIMIT")]
+    rest = after[: stops[0]] if stops else after
     # the one table of its FROM: no list of tables before it or after it
-    return bool(froms) and "," not in stmt[froms[-1] : start] + after[: (stops or [None])[0]]
+    return bool(froms) and "," not in stmt[froms[-1] : start] + rest
 
 
 # select count(*) from <table> AS OF '<moment>': counted from the changes since, as SQLite counts

@@ -46,12 +46,12 @@ def preview(
     text = render.table(COLUMNS, first + summary + schema + page)
     footer = page_footer(offset, len(page), counted.total, "rows", "merge_preview")
     read_by, read_data = _readers(db, world, opts) if offset == 0 else ("", None)
-    version = hints.arg("version", world.version)
+    pass_version = hints.arg("version", world.version)
     tail = [
         f"{name} is at version {world.version}; {p.parent_name} stands at {stands}. Merge with "
-        f"{version} (MERGE WORLD {name} AT VERSION {world.version}) to merge exactly this"
+        f"{pass_version} (MERGE WORLD {name} AT VERSION {world.version}) to merge exactly this"
         + (f" (and {hints.arg('target', stands)} with rows settled)" if _settled(opts) else "")
-        + (f"; pass {version} with later pages" if footer else "")
+        + (f"; pass {pass_version} with later pages" if footer else "")
         + "."
     ]
     conflicts = counted.conflicts + sum(bool(s.conflict) for s in p.schema)
