@@ -12,14 +12,24 @@ import time
 from typing import Any
 
 
+def at_a_terminal(stream: Any, output: Any = None) -> bool:
+    """Whether a bar shows: on ``stream`` (stderr), when it and the output (stdout) are both a
+    terminal. Output sent to a file or a pipe (a script's) gets none."""
+    return bool(stream.isatty() and (output or sys.stdout).isatty())
+
+
 class Bars:
     """What a call reports as it goes (``chronos_lite.progress``), as prompt_toolkit's bar on
-    stderr when it is a terminal: a line for each step (its ``what``), with how many of how
-    many are done; nothing at all off a terminal. ``close()`` at the end of the call."""
+    stderr when it and stdout are a terminal: a line for each step (its ``what``), with how
+    many of how many are done; nothing at all off a terminal. ``close()`` at the end of the
+    call. ``output``: the stream that must be a terminal too (stdout)."""
 
-    def __init__(self, title: str, stream: Any = None, after: float = 0.5) -> None:
+    def __init__(
+        self, title: str, stream: Any = None, after: float = 0.5, output: Any = None
+    ) -> None:
         self.title = title
         self.stream = stream or sys.stderr
+        self.output = output
         self.shown_from = time.monotonic() + after  # (a quick call's reports flash no bar)
         self.bar: Any = None
         self.counters: dict[str, Any] = {}
@@ -28,7 +38,9 @@ class Bars:
     def __call__(self, what: str, done: int, total: int | None) -> None:
         with self._lock:
             if self.bar is None:
-                if time.monotonic() < self.shown_from or not self.stream.isatty():
+                if time.monotonic() < self.shown_from:
+                    return
+                if not at_a_terminal(self.stream, self.output):
                     return
                 self.bar = _Opened(self.title, self.stream)
             counter = self.counters.get(what)
@@ -52,10 +64,16 @@ class WhileLong:
     seconds, on a terminal, until it ends; none while one of ``others`` shows its own bar."""
 
     def __init__(
-        self, title: str, others: list[Bars], after: float = 1.5, stream: Any = None
+        self,
+        title: str,
+        others: list[Bars],
+        after: float = 1.5,
+        stream: Any = None,
+        output: Any = None,
     ) -> None:
         self.title, self.others = title, others
         self.stream = stream or sys.stderr
+        self.output = output
         self.bar: Any = None
         self.done = False
         self._lock = threading.Lock()
@@ -63,7 +81,7 @@ class WhileLong:
         self._timer.daemon = True
 
     def __enter__(self) -> WhileLong:
-        if self.stream.isatty():
+        if at_a_terminal(self.stream, self.output):
             self._timer.start()
         return self
 

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import apsw
 
-from .. import render, sqltext
+from .. import progress, render, sqltext
 from ..cliargs import op_parser, parse_operation_args
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
@@ -30,6 +30,7 @@ from ..storage.db import Database
 from . import dots, editor, output, relations
 from .cancel import Canceller
 from .config import Settings
+from .progress import Bars, WhileLong
 
 TRANSACTION_ENDS = {"COMMIT", "END"}
 
@@ -235,9 +236,12 @@ class Shell:
         changed (see cancel.py)."""
         started = time.perf_counter()
         self.running.set()
+        bars = Bars(name.replace("_", "-"))  # (on a terminal: what a long call reports)
         try:
-            reply = self.canceller.run(lambda: REGISTRY.call(self.db, name, args))
+            with progress.listening(bars), WhileLong(f"{name} running", [bars]):
+                reply = self.canceller.run(lambda: REGISTRY.call(self.db, name, args))
         finally:
+            bars.close()
             self.running.clear()
             self.generation += 1
         self.elapsed = time.perf_counter() - started

@@ -12,7 +12,8 @@ from helpers import CHRONOS, run_cli
 
 
 def _run_on_terminal(*args: object) -> tuple[int, str, str]:
-    """The command with stderr a terminal: its exit code, stdout, and what the terminal got."""
+    """The command with stdout and stderr a terminal: its exit code, and what the terminal
+    got (both)."""
     master, slave = pty.openpty()
     got: list[bytes] = []
 
@@ -29,14 +30,12 @@ def _run_on_terminal(*args: object) -> tuple[int, str, str]:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        proc = subprocess.run(
-            [CHRONOS, *map(str, args)], stdout=subprocess.PIPE, stderr=slave, timeout=120
-        )
+        proc = subprocess.run([CHRONOS, *map(str, args)], stdout=slave, stderr=slave, timeout=120)
     finally:
         os.close(slave)
     reader.join(timeout=10)
     os.close(master)
-    return proc.returncode, proc.stdout.decode(), b"".join(got).decode(errors="replace")
+    return proc.returncode, "", b"".join(got).decode(errors="replace")
 
 
 def _shop(tmp_path, rows: int):
@@ -56,9 +55,29 @@ def _shop(tmp_path, rows: int):
 
 def test_a_long_merge_shows_its_steps_on_a_terminal(tmp_path):
     shop = _shop(tmp_path, 40_000)
-    code, out, terminal = _run_on_terminal(shop, "merge", "w")
-    assert code == 0 and out == "merged 40000 changes from w into main\n"
+    code, _out, terminal = _run_on_terminal(shop, "merge", "w")
+    assert code == 0 and "merged 40000 changes from w into main" in terminal
     assert "writing rows" in terminal or "reading its changes" in terminal
+
+
+def test_none_when_the_output_goes_to_a_file(tmp_path):
+    shop = _shop(tmp_path, 40_000)
+    master, slave = pty.openpty()
+    try:
+        with open(tmp_path / "out.txt", "w") as out:
+            proc = subprocess.run(
+                [CHRONOS, str(shop), "merge", "w"], stdout=out, stderr=slave, timeout=120
+            )
+    finally:
+        os.close(slave)
+    os.set_blocking(master, False)
+    try:
+        shown = os.read(master, 65536)
+    except OSError:  # (nothing was written: the read would block, or the end closed)
+        shown = b""
+    os.close(master)
+    assert proc.returncode == 0 and shown == b""
+    assert (tmp_path / "out.txt").read_text() == "merged 40000 changes from w into main\n"
 
 
 def test_nothing_of_it_in_a_pipe(tmp_path):

@@ -55,7 +55,7 @@ def terminal(monkeypatch):
 
 
 def test_a_long_call_shows_a_bar_until_it_ends(terminal):
-    with WhileLong("merge running", [], after=0.05, stream=Terminal()) as long:
+    with WhileLong("merge running", [], after=0.05, stream=Terminal(), output=Terminal()) as long:
         time.sleep(0.5)
         assert long.bar is not None
     assert long.bar is None
@@ -63,7 +63,7 @@ def test_a_long_call_shows_a_bar_until_it_ends(terminal):
 
 
 def test_a_short_call_shows_none(terminal):
-    with WhileLong("get running", [], after=5, stream=Terminal()):
+    with WhileLong("get running", [], after=5, stream=Terminal(), output=Terminal()):
         pass
     assert terminal == []
 
@@ -71,7 +71,8 @@ def test_a_short_call_shows_none(terminal):
 def test_none_while_the_call_shows_its_own(terminal):
     own = Bars("index")
     own.bar = object()  # (a text index's bar is showing)
-    with WhileLong("index running", [own], after=0.05, stream=Terminal()) as long:
+    long = WhileLong("index running", [own], after=0.05, stream=Terminal(), output=Terminal())
+    with long:
         time.sleep(0.3)
         assert long.bar is None
     assert terminal == []
@@ -85,7 +86,7 @@ def test_none_off_a_terminal(terminal):
 
 
 def test_what_a_call_reports_shows_a_line_a_step(terminal):
-    bars = Bars("merge", stream=Terminal(), after=0)
+    bars = Bars("merge", stream=Terminal(), after=0, output=Terminal())
     with progress.listening(bars):
         progress.report("merging w: reading its changes", 1000)
         progress.report("merging w into main: writing rows", 0, 2000)
@@ -107,3 +108,11 @@ def test_no_bar_and_no_listener_off_a_terminal(terminal):
         progress.report("loading rows", 1000)
     assert bars.bar is None and terminal == []
     assert not progress.listened()  # (the call's listener goes with it)
+
+
+def test_none_when_the_output_goes_to_a_file(terminal):
+    bars = Bars("merge", stream=Terminal(), after=0, output=io.StringIO())
+    bars("merging w into main: writing rows", 10, 20)
+    with WhileLong("merge running", [], after=0.01, stream=Terminal(), output=io.StringIO()):
+        time.sleep(0.1)
+    assert bars.bar is None and terminal == []
