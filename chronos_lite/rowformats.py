@@ -54,12 +54,13 @@ def _records(records: list[dict]) -> Table:
 
 def formatted(fmt: str, data: Any) -> str:
     """The rows of ``data`` in ``fmt`` (one of TABULAR); tables one after another."""
-    write = {"csv": _csv, "tsv": _tsv, "ndjson": _ndjson, "markdown": _markdown}[fmt]
+    write = {"csv": csv_text, "tsv": _tsv, "ndjson": _ndjson, "markdown": _markdown}[fmt]
     blank = "" if fmt == "ndjson" else "\n"  # (a blank line between two CSV tables)
     return blank.join(write(columns, rows) for columns, rows in tables_in(data))
 
 
-def _csv(columns: Sequence[str], rows: Sequence[Sequence[Any]], delimiter: str = ",") -> str:
+def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], delimiter: str = ",") -> str:
+    """The rows as CSV (the shell's --csv and .mode csv too), a header line first."""
     import csv  # (only for CSV: a command's start needn't pay for it)
 
     out = io.StringIO()
@@ -70,7 +71,7 @@ def _csv(columns: Sequence[str], rows: Sequence[Sequence[Any]], delimiter: str =
 
 
 def _tsv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    return _csv(columns, rows, "\t")
+    return csv_text(columns, rows, "\t")
 
 
 def field(value: Any) -> Any:

@@ -3,7 +3,6 @@ and a pager for what doesn't fit the terminal."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shlex
@@ -11,7 +10,7 @@ import signal
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from .. import render
+from .. import render, rowformats
 
 FORMATS = ("aligned", "csv", "json")
 EXPANDED = ("off", "on", "auto")
@@ -23,16 +22,16 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     if not rows:
         return "(0 rows)"
     columns = [render.terminal(c) for c in columns]
-    width = max(len(c) for c in columns) if columns else 0
+    width = max(render.width(c) for c in columns) if columns else 0
     values, note = render.shown_cells(rows)
-    longest = max((len(v) for row in values for v in row), default=0)
+    longest = max((render.width(v) for row in values for v in row), default=0)
     lines = []
     for n, row in enumerate(values, start=1):
         title = f"-[ RECORD {n} ]".ljust(width + 1, "-")
         lines.append(f"{title}+{'-' * (longest + 1)}")
         for column, value in zip(columns, row):
             first, *more = value.split("\n") or [""]
-            lines.append(f"{column.ljust(width)} | {first}".rstrip())
+            lines.append(f"{render.pad(column, width)} | {first}".rstrip())
             lines.extend(f"{' ' * width} | {line}".rstrip() for line in more)
     if note:
         lines.append(note)
@@ -40,21 +39,8 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    import csv  # (only for --csv: a script's start needn't pay for it)
-
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_csv_value(v) for v in row])
-    return out.getvalue().rstrip("\n")
-
-
-def _csv_value(value: Any) -> Any:
-    """A value in CSV: NULL empty, a blob as \\x hex (as psql writes one), else as JSON has it."""
-    if value is None or isinstance(value, bytes) or render.blob_hex(value) is not None:
-        return render.cell(value)
-    return render.json_value(value)
+    """The rows as CSV, as the command line's --format csv writes them."""
+    return rowformats.csv_text(columns, rows).rstrip("\n")
 
 
 def json_text(data: Any) -> str:
@@ -75,7 +61,7 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], mode: str, widt
     if mode == "on":
         return expanded(columns, rows)
     text = render.table(columns, rows)
-    if mode == "auto" and rows and max(len(line) for line in text.split("\n")) > width:
+    if mode == "auto" and rows and max(map(render.width, text.split("\n"))) > width:
         return expanded(columns, rows)
     return text
 

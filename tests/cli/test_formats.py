@@ -109,3 +109,11 @@ def test_rowformats_find_rows_in_every_shape():
         (["a", "b"], [[1, None], [None, 2]])
     ]
     assert rowformats.tables_in({"name": "w", "notes": [1]}) == [(["name"], [["w"]])]
+
+
+def test_the_shells_records_align_by_display_width_and_its_csv_is_the_cli_s():
+    from chronos_lite.shell import output
+
+    text = output.expanded(["城市", "n"], [["東京", 1]])
+    assert text.splitlines()[1:] == ["城市 | 東京", "n    | 1"]
+    assert output.csv_text(["a", "b"], [[{"k": 1}, None]]) == 'a,b\n"{""k"": 1}",'
