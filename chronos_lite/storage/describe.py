@@ -40,7 +40,8 @@ def describe(db: Database, branch: str, table: str | None) -> tuple[str, dict]:
                 names = [t.name]
             else:
                 names = sorted(tables)
-            described = [_table(session, tables[name][1]) for name in names]
+            indexes = db.schema_for(session.world, session.conn).indexes_on
+            described = [_table(session, tables[name][1], indexes(name)) for name in names]
             also = [_relation(session, n, k) for n, k in others.values()] if table is None else []
     finally:
         db.end_call(session)
@@ -90,7 +91,7 @@ def _relation(session: Session, name: str, kind: str) -> dict[str, Any]:
     }
 
 
-def _table(session: Session, t: TableInfo) -> dict[str, Any]:
+def _table(session: Session, t: TableInfo, indexes: list[str]) -> dict[str, Any]:
     conn, q = session.conn, quote_ident(t.name)
     count = one_row(conn.execute(f"select count(*) from {q}"))[0]
     cols = ", ".join(at_most(quote_ident(c), LONG) for c in t.column_names)
@@ -117,12 +118,15 @@ def _table(session: Session, t: TableInfo) -> dict[str, Any]:
             field["example"] = render.json_value(values[0])
         fields.append(field)
     first = dict(zip(t.column_names, sample[0])) if sample else None
-    return {
+    described: dict[str, Any] = {
         "name": t.name,
         "rows": count,
         "fields": fields,
         "sample": render.json_row(first) if first else None,
     }
+    if indexes:  # (the app's own: CREATE INDEX as the branch has it)
+        described["indexes"] = indexes
+    return described
 
 
 def _marked(value: Any) -> Any:
@@ -192,4 +196,5 @@ def _text(d: dict) -> str:
     table = table.rsplit("\n", 1)[0]  # the field count says nothing here
     sample = render.row_json(d["sample"]) if d["sample"] else "(no rows)"
     kind = f" ({d['kind']})" if "kind" in d else ""
-    return f"{d['name']}{kind}: {d['rows']} {noun}\n{table}\nsample row: {sample}"
+    indexes = "".join(f"\nindex: {render.terminal(sql)}" for sql in d.get("indexes", ()))
+    return f"{d['name']}{kind}: {d['rows']} {noun}\n{table}\nsample row: {sample}{indexes}"

@@ -215,3 +215,22 @@ def test_no_menu_while_typing_on_an_empty_new_line(shop):
 def test_tab_on_an_empty_line_indents(term):
     assert term.run(typed("select", "\t1 as one;", "\\q")) == 0
     assert term.out.getvalue().split("\n", 1)[1] == " one\n-----\n   1\n(1 row)\n"
+
+
+def test_d_table_shows_its_indexes_on_main_and_in_a_world(tmp_path):
+    """\\d table (the describe operation, every front end) names the table's indexes, as the
+    branch has them."""
+    import chronos_lite
+
+    db = chronos_lite.init(tmp_path / "ix")
+    db.sql("create table t(id integer primary key, name text); create index t_name on t(name)")
+    db.fork("w")
+    db.sql("create index t_both on t(name, id)", branch="w")
+    assert db.call("describe", table="t").data["tables"][0]["indexes"] == [
+        "CREATE INDEX t_name on t(name)"
+    ]
+    text = db.call("describe", table="t", branch="w").text
+    assert text.endswith(
+        "index: CREATE INDEX t_name on t(name)\nindex: CREATE INDEX t_both on t(name, id)"
+    )
+    db.close()
