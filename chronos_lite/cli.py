@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -70,6 +71,9 @@ def run(argv: Sequence[str]) -> int:
         return _web(folder, rest[1:])
     if rest[0] == "replicate":  # (Litestream's process, not an operation on the database)
         return _replicate(folder, rest[1:])
+    if rest[0] in ("init", "mcp", "serve"):  # (a command of its own, before the folder)
+        line = shlex.join([rest[0], folder, *rest[1:]])
+        raise ChronosError(f"{rest[0]} comes before the folder: chronos {line}")
     name = op_name(rest[0])
     if name not in REGISTRY:
         ops = ", ".join(cli_name(o) for o in REGISTRY.names())

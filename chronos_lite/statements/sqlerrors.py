@@ -55,7 +55,7 @@ def explain(
         message, code = exc.message, exc.code
     elif isinstance(exc, KeyError):
         key = str(exc.args[0])
-        used = f"${key} (or ?{key}, or a {key}th ?)" if key.isdigit() else f":{key}"
+        used = f"${key} (or ?{key}, or the {_ordinal(int(key))} ?)" if key.isdigit() else f":{key}"
         message = (
             f"the SQL uses the parameter {used} but 'params' has no value for it (an array's "
             f"values go by position: $1 and ?1 the first, :name and ? the number SQLite gives "
@@ -86,6 +86,8 @@ def explain(
             message += f" (tables on {session.branch}: {', '.join(sorted(known)) or 'none'})"
     if message.startswith("no such column") and "(columns of" not in message:
         message += _columns_named(db, session, stmt)  # (main's and a world's paths alike)
+    if "syntax error" in message and _unquoted_moment(stmt):
+        message += " (AS OF takes its moment as a string: AS OF 'now', AS OF '-1 hour')"
     if total > 1:
         short = " ".join(stmt.split())
         short = short if len(short) <= 80 else short[:77] + "..."
@@ -105,3 +107,18 @@ def _columns_named(db: Database, session: Session, stmt: str) -> str:
         return ""
     listed = "; ".join(f"{name}: {', '.join(t.column_names)}" for name, t in named)
     return f" (columns of {listed})"
+
+
+def _unquoted_moment(stmt: str) -> bool:
+    """Whether ``stmt`` has an AS OF whose moment isn't a string (``AS OF now``)."""
+    found = tokens(stmt)
+    return any(
+        a[0].upper() == "AS" and of[0].upper() == "OF" and moment[1] != "string"
+        for a, of, moment in zip(found, found[1:], found[2:], strict=False)
+    )
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

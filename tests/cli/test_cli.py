@@ -118,6 +118,12 @@ def test_not_a_database_and_help(tmp_path):
     ]
     assert "check-merge-policy" in names and "set-merge-policy" in names
     assert run_cli("-V").stdout == run_cli("--version").stdout != ""
+    # init (and mcp, serve) after the folder: the line that works, nothing created
+    proc = run_cli(tmp_path / "new", "init", "--from", "my app.db", check=False)
+    assert proc.returncode == 1
+    assert "init comes before the folder: chronos init" in proc.stderr
+    assert proc.stderr.rstrip().endswith("new --from 'my app.db'")
+    assert not (tmp_path / "new").exists()
 
 
 def test_sql_from_stdin_and_params(tmp_path, shop):

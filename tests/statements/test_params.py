@@ -61,7 +61,7 @@ def test_named_forms_bind_by_position_on_a_world(db):
 
 def test_a_missing_value_names_the_parameter_and_the_forms(db):
     cases = [
-        ("select ?, ?", [1], "the SQL uses the parameter $2 (or ?2, or a 2th ?)"),
+        ("select ?, ?", [1], "the SQL uses the parameter $2 (or ?2, or the 2nd ?)"),
         ("select :x, :y", [1], "the SQL uses the parameter :y"),
         ("select $1", [], "the SQL uses parameters: give their values in 'params'"),
     ]

@@ -41,7 +41,7 @@ def test_params_bind_dollar_numbers(shop):
     assert rows == [{"a": '{"k": [1]}', "b": 1}]
     with pytest.raises(
         ChronosError,
-        match=r"uses the parameter \$2 \(or \?2, or a 2th \?\) but 'params' has no value",
+        match=r"uses the parameter \$2 \(or \?2, or the 2nd \?\) but 'params' has no value",
     ):
         shop.sql("select $1, $2", 1)
 
@@ -183,3 +183,17 @@ def test_no_such_column_lists_the_columns_on_main_and_in_a_world(shop):
         with pytest.raises(ChronosError) as err:
             shop.sql("alter table users rename column nme to x", branch=branch)
         assert err.value.message == 'no such column: "nme" (columns of users: id, name, email)'
+
+
+def test_an_unquoted_moment_says_as_of_takes_a_string(shop):
+    shop.fork("w")
+    for branch in ("main", "w"):
+        with pytest.raises(ChronosError) as err:
+            shop.sql("select * from users AS OF now", branch=branch)
+        assert err.value.message == (
+            'near "now": syntax error '
+            "(AS OF takes its moment as a string: AS OF 'now', AS OF '-1 hour')"
+        )
+    with pytest.raises(ChronosError) as err:  # another syntax error: nothing added
+        shop.sql("select * fro users")
+    assert "AS OF" not in err.value.message
