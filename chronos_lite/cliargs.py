@@ -115,13 +115,18 @@ def _positionals(op: Operation) -> list[str]:
     return op.required + extra
 
 
+def _meaning(spec: dict) -> str:
+    """What a positional argument is: its description (else the kind of value it takes)."""
+    return spec.get("description") or describe(spec)
+
+
 def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.ArgumentParser:
     """The operation's command line (``prog``: what comes before its name; the shell's \\)."""
     parser = Parser(prog=f"{prog}{cli_name(op.name)}", description=op.description, add_help=False)
     for name in _positionals(op):
         # Optional here so a missing one is reported by the registry, as on every front end.
         parser.add_argument(
-            name, metavar=name.upper(), nargs="?", default=None, help=describe(op.properties[name])
+            name, metavar=name.upper(), nargs="?", default=None, help=_meaning(op.properties[name])
         )
     for name, spec in op.properties.items():
         flags = [f"--{cli_name(name)}"]

@@ -216,3 +216,18 @@ def test_json_output_is_strict_json_for_the_infinities(tmp_path):
 
     data = json.loads(out, parse_constant=refuse)
     assert data["results"][0]["rows"] == [["Infinity", "-Infinity"]]
+
+
+def test_describe_and_audit_take_their_subject_as_a_positional(shop):
+    """``describe users`` as ``\\d users`` reads (not only ``--table users``); ``audit bot``;
+    a positional's help says what it is, not only its type."""
+    folder = shop.folder
+    shop.close()
+    assert run_cli(folder, "describe", "users").stdout == run_cli(
+        folder, "describe", "--table", "users"
+    ).stdout
+    assert run_cli(folder, "describe", "users").stdout.startswith("users: ")
+    assert run_cli(folder, "audit", "nobody", "--json").stdout == run_cli(
+        folder, "audit", "--agent", "nobody", "--json"
+    ).stdout
+    assert "TABLE                 One table" in run_cli(folder, "help", "describe").stdout
