@@ -10,13 +10,19 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import BAD_ARGUMENT, ChronosError
 from .opening import open_folder
 from .operations.data import NoRow
 from .operations.registry import REGISTRY, Caller, Reply
+from .statements import sources
 from .storage import codec
 from .storage.folder import create
 from .storage.worlds import World
@@ -37,6 +43,31 @@ def _id(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return codec.json_id(list(value) if isinstance(value, list | tuple) else [value])
+
+
+@contextmanager
+def _rows_file(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """Rows given as dicts, one JSON object a line in a temporary file (what insert loads):
+    a row that isn't a dict, or a value JSON can't hold, is refused by its number."""
+    with tempfile.TemporaryDirectory(prefix="chronos-rows-") as folder:
+        path = Path(folder, "rows.ndjson")
+        with path.open("w", encoding="utf-8") as out:  # (this module's open is chronos')
+            for n, row in enumerate(rows, start=1):
+                if not isinstance(row, Mapping):
+                    raise ChronosError(
+                        f"row {n} isn't a dict ({type(row).__name__} {row!r:.40}): give insert "
+                        "a file's path, or the rows as dicts ({column: value})",
+                        BAD_ARGUMENT,
+                    )
+                try:
+                    out.write(json.dumps(dict(row), ensure_ascii=False, allow_nan=False) + "\n")
+                except (TypeError, ValueError) as exc:
+                    raise ChronosError(
+                        f"row {n}: {exc} (insert's rows hold JSON's values: text, numbers, "
+                        "true/false, None; for a BLOB use sql with a parameter)",
+                        BAD_ARGUMENT,
+                    ) from None
+        yield str(path)
 
 
 class Chronos:
@@ -126,7 +157,7 @@ class Chronos:
     def insert(
         self,
         table: str,
-        file: str | os.PathLike,
+        file: str | os.PathLike | Iterable[Mapping[str, Any]],
         *,
         pk: str | list[str] | None = None,
         upsert: bool = False,
@@ -135,17 +166,22 @@ class Chronos:
         branch: str = "main",
     ) -> loading.Loaded:
         """Load a CSV, TSV, JSON or NDJSON file's rows into a table (created if missing, ``pk``
-        its primary key); ``upsert``: insert or update by primary key. One transaction."""
-        return self._value(
-            "insert",
-            table=table,
-            file=str(file),
-            pk=[pk] if isinstance(pk, str) else pk,
-            upsert=upsert,
-            format=format,
-            encoding=encoding,
-            branch=branch,
-        )
+        its primary key); ``upsert``: insert or update by primary key. One transaction.
+        ``file`` may be the rows themselves, dicts as sqlite-utils' ``insert_all`` takes them
+        (loaded as that file's JSON would be)."""
+        if isinstance(file, str | os.PathLike):
+            return self._value(
+                "insert",
+                table=table,
+                file=str(file),
+                pk=[pk] if isinstance(pk, str) else pk,
+                upsert=upsert,
+                format=format,
+                encoding=encoding,
+                branch=branch,
+            )
+        with _rows_file(file) as path, sources.named(path, "the list of rows"):
+            return self.insert(table, path, pk=pk, upsert=upsert, format="ndjson", branch=branch)
 
     def delete(self, table: str, id: Any, branch: str = "main") -> None:
         self._value("delete", table=table, id=_id(id), branch=branch)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from .. import errors, names
+from .. import errors, names, progress
 from ..errors import ChronosError
 from ..storage import events, moments, worlds
 from ..storage import rows as rows_module
@@ -46,12 +46,13 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
         moments.check_world_moment(db.main.conn, world, when, asked)
     tables = db.tables_for(world)
     keys = {name: _changed_since(db, world, n, t, when) for name, (n, t) in tables.items()}
+    doing = f"{'rolling back' if kind == 'rollback' else 'restoring'} {branch}"
+    wanted = [(name, key) for name, found in keys.items() for key in found]
     past = db.past_session(branch, when, f"{branch}@{asked}")
     try:
         then = {
             (name, key): view_row(past, tables[name][0], tables[name][1], key)
-            for name, found in keys.items()
-            for key in found
+            for name, key in progress.counted(f"{doing}: reading rows as they were", wanted)
         }
     finally:
         db.end_call(past)
@@ -59,7 +60,7 @@ def restore(db: Database, branch: str, when: float, asked: str, kind: str = "res
     try:
         detail = {"to": moments.show_moment(when), "asked": asked}
         with rewriting(db, session, kind, detail) as done:
-            for (name, key), row in then.items():
+            for (name, key), row in progress.counted(f"{doing}: writing rows", [*then.items()]):
                 n, t = tables[name]
                 now = view_row(session, n, t, key)
                 if now != row:

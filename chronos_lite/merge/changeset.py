@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import cast
 
+from .. import progress
 from ..sqltext import quote_ident
 from ..storage.db import Database, Session
 from ..storage.fetch import one_row
@@ -162,7 +163,9 @@ class ChangeSet:
         }
         # table -> (kind, parent changed) -> rows
         self.counts: dict[str, Counter] = {}
-        for name, q in self.queries.items():
+        counting = f"counting {world.name}'s changes: tables counted"
+        for done, (name, q) in enumerate(self.queries.items()):
+            progress.report(counting, done, len(self.queries))
             counts: Counter = Counter()
             for kind, changed, rows in parent.conn.execute(
                 f"SELECT kind, changed, count(*) FROM ({q.rows}) GROUP BY kind, changed", q.params
@@ -170,6 +173,7 @@ class ChangeSet:
                 counts[(KINDS[cast(int, kind)], bool(changed))] = rows
             if counts:
                 self.counts[name] = counts
+        progress.report(counting, len(self.queries), len(self.queries))
 
     def per_kind(self, table: str) -> Counter:
         """The table's changes by kind (delete, update, insert)."""

@@ -10,6 +10,8 @@ import io
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,21 @@ PYTHON = {int: "integer", float: "real", str: "text", bytes: "blob", bool: "inte
 LONGEST_FIELD = 1_000_000_000  # SQLite's longest value: a CSV field may be as long
 
 
+# A file the caller made and names otherwise (the Python API's rows, spooled): its path, and
+# what messages and history call it
+_NAMED: ContextVar[tuple[str, str] | None] = ContextVar("chronos_source_named", default=None)
+
+
+@contextmanager
+def named(path: str, shown: str) -> Iterator[None]:
+    """Within this, the file at ``path`` is called ``shown`` ("the list of rows")."""
+    token = _NAMED.set((path, shown))
+    try:
+        yield
+    finally:
+        _NAMED.reset(token)
+
+
 class Source:
     """A file's rows, numbered from 1, read as a stream each time they are asked for (a new
     table reads them twice: once for its columns and types, once to insert them)."""
@@ -49,6 +66,8 @@ class Source:
         self.path = Path(path)
         self.bounds = bounds  # the call's time limit and cancel, held between SQLite's steps
         self.shown = str(path)
+        if (named := _NAMED.get()) is not None and named[0] == path:
+            self.shown = named[1]
         self._spool: Any = None  # what stdin sent (path "-"), kept to be read twice
         if path == "-":
             self._spool = _spooled(sys.stdin.buffer)

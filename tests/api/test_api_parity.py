@@ -7,6 +7,7 @@ Each case runs on two databases built alike, the method on one and ``db.call`` o
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -334,6 +335,30 @@ def test_insert_loads_the_same_rows_by_method_and_by_call(tmp_path):
         reply = b.call("insert", table="users", file=str(data), pk=["id"], branch="w")
         assert (done.rows, done.table) == (reply.value.rows, reply.value.table) == (2, "users")
         assert state(a, tmp_path / "a") == state(b, tmp_path / "b")
+
+
+def test_insert_takes_the_rows_themselves_as_sqlite_utils_insert_all_does(tmp_path):
+    """Dicts load as the same rows in a file would (one transaction, the same history); a
+    refusal names the row and changes nothing."""
+    data = tmp_path / "more.ndjson"
+    data.write_text('{"id": 4, "name": "Di"}\n{"id": 5, "name": "Ed"}\n')
+    a, b = build(tmp_path / "a"), build(tmp_path / "b")
+    with a, b:
+        rows = ({"id": i, "name": name} for i, name in ((4, "Di"), (5, "Ed")))
+        done = a.insert("users", rows, branch="w")
+        b.insert("users", data, branch="w")
+        assert (done.rows, done.file) == (2, "the list of rows")
+        assert state(a, tmp_path / "a") == state(b, tmp_path / "b")
+        for bad, message in (
+            ([{"id": 6, "name": "Fy"}, 7], "row 2 isn't a dict (int 7)"),
+            ([{"id": 6, "photo": b"\x00"}], "row 1: Object of type bytes is not JSON"),
+            ([{"id": 4, "name": "again"}], "row 1 of the list of rows: UNIQUE constraint"),
+        ):
+            with pytest.raises(ChronosError, match=re.escape(message)):
+                a.insert("users", bad, branch="w")
+        assert state(a, tmp_path / "a") == state(b, tmp_path / "b")
+        created = a.insert("tags", [{"name": "red", "weight": 1.5}])
+        assert created.created == "create table tags (name text, weight real)"
 
 
 def test_every_method_is_a_case():

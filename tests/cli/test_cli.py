@@ -223,11 +223,13 @@ def test_describe_and_audit_take_their_subject_as_a_positional(shop):
     a positional's help says what it is, not only its type."""
     folder = shop.folder
     shop.close()
-    assert run_cli(folder, "describe", "users").stdout == run_cli(
-        folder, "describe", "--table", "users"
-    ).stdout
+    assert (
+        run_cli(folder, "describe", "users").stdout
+        == run_cli(folder, "describe", "--table", "users").stdout
+    )
     assert run_cli(folder, "describe", "users").stdout.startswith("users: ")
-    assert run_cli(folder, "audit", "nobody", "--json").stdout == run_cli(
-        folder, "audit", "--agent", "nobody", "--json"
-    ).stdout
+    assert (
+        run_cli(folder, "audit", "nobody", "--json").stdout
+        == run_cli(folder, "audit", "--agent", "nobody", "--json").stdout
+    )
     assert "TABLE                 One table" in run_cli(folder, "help", "describe").stdout
