@@ -82,7 +82,8 @@ def run(argv: Sequence[str]) -> int:
     if "-h" in rest[1:] or "--help" in rest[1:]:
         print(op_parser(op).format_help())
         return 0
-    args, shown_as = parse_operation_call(op, rest[1:])
+    args, asked = parse_operation_call(op, rest[1:])
+    shown_as = asked or "table"
     try:
         reply = _call_cancellable(folder, name, args)
     except ChronosError as exc:
@@ -150,7 +151,8 @@ def _init(argv: list[str]) -> int:
 
 
 # A script's formats (the shell's own names: its aligned table is the operations' table)
-SCRIPT_FORMATS = {"table": "aligned", "csv": "csv", "json": "json"}
+# a script's --format: the command line's formats (table: the shell's aligned one)
+SCRIPT_FORMATS = {**{f: f for f in rowformats.FORMATS}, "table": "aligned"}
 
 
 def _shell(folder: str, argv: list[str]) -> int:

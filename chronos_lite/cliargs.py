@@ -24,8 +24,9 @@ from .operations.registry import REGISTRY, Operation, describe
 USAGE = """usage:
   chronos init <folder> [--from FILE]     create a database (FILE: an SQLite file to adopt as main)
   chronos <folder> [-b BRANCH]            the interactive shell (psql-like; \\? for help)
-  chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--format table|csv|json]
-                                          run statements and exit (non-zero on the first error)
+  chronos <folder> [-c STATEMENT]... [-f FILE] | < FILE  [--format FORMAT]
+                                          run statements and exit (non-zero on the first error;
+                                          FORMAT as below)
   chronos serve <folder> [--port PORT] [--safe] [--token TOKEN]
                                           serve the database to agents over MCP (HTTP),
                                           each request as the agent its token names
@@ -151,7 +152,7 @@ def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.Argume
             "--format",
             dest="shown_as",
             choices=rowformats.FORMATS,
-            default="table",
+            default=None,
             metavar="FORMAT",
             help="how to print the result: table (the default), csv, tsv, json, ndjson, markdown",
         )
@@ -162,7 +163,7 @@ def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.Argume
         shown.add_argument(
             "--csv", dest="shown_as", action="store_const", const="csv", help="--format csv"
         )
-    parser.set_defaults(shown_as="table")
+    parser.set_defaults(shown_as=None)  # (the front end's own: the shell's may be CSV)
     return parser
 
 
@@ -176,9 +177,9 @@ def parse_operation_args(
 
 def parse_operation_call(
     op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], str | None]:
     """The operation's arguments from a command line, and the format to print its result in
-    (one of rowformats.FORMATS)."""
+    (one of rowformats.FORMATS; None when none was asked for)."""
     ns = op_parser(op, prog).parse_intermixed_args(list(argv))
     args: dict[str, Any] = {}
     for name, spec in op.properties.items():

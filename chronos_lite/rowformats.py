@@ -54,9 +54,14 @@ def _records(records: list[dict]) -> Table:
 
 def formatted(fmt: str, data: Any) -> str:
     """The rows of ``data`` in ``fmt`` (one of TABULAR); tables one after another."""
-    write = {"csv": csv_text, "tsv": _tsv, "ndjson": _ndjson, "markdown": _markdown}[fmt]
     blank = "" if fmt == "ndjson" else "\n"  # (a blank line between two CSV tables)
-    return blank.join(write(columns, rows) for columns, rows in tables_in(data))
+    return blank.join(rows_text(fmt, columns, rows) for columns, rows in tables_in(data))
+
+
+def rows_text(fmt: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """One table's rows in ``fmt`` (one of TABULAR)."""
+    write = {"csv": csv_text, "tsv": _tsv, "ndjson": _ndjson, "markdown": _markdown}[fmt]
+    return write(columns, rows)
 
 
 def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], delimiter: str = ",") -> str:

@@ -1,7 +1,7 @@
 """The shell's settings, from ``$XDG_CONFIG_HOME/chronos/config.toml`` (``~/.config/...``):
 
     pager = "less -SRFX"      # or false: never page
-    format = "aligned"        # aligned | csv | json
+    format = "aligned"        # aligned | csv | tsv | markdown | ndjson | json
     expanded = "auto"         # off | on | auto (default: records when wider than the screen)
     timing = false            # print each statement's time
     startup = ["\\\\timing on", "select count(*) from users;"]   # run when the shell starts

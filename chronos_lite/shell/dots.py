@@ -53,6 +53,8 @@ MODES = {
     "aligned": ("aligned", "off"),
     "line": ("aligned", "on"),
     "csv": ("csv", "off"),
+    "tabs": ("tsv", "off"),
+    "markdown": ("markdown", "off"),
     "json": ("json", "off"),
 }
 
@@ -64,7 +66,7 @@ def _mode(shell: Dotted, rest: str) -> None:
     if rest not in MODES:
         raise ChronosError(f".mode takes {' | '.join(MODES)}, not {rest}", BAD_ARGUMENT)
     shell.format, shell.expanded = MODES[rest]
-    shell._note(f"results show as {rest}")
+    shell._note(f"results show as {shell.format}{' records' if shell.expanded == 'on' else ''}")
 
 
 def _headers(_shell: Dotted, _rest: str) -> None:
@@ -86,7 +88,7 @@ def _help(shell: Dotted, _rest: str) -> None:
 DOTS: dict[str, Dot] = {
     "tables": Dot(_as("dt"), "[pattern]", "the tables", "\\dt [pattern]"),
     "schema": Dot(_schema, "[table]", "CREATE statements: tables, indexes, views", "\\d <table>"),
-    "mode": Dot(_mode, "[table|line|csv|json]", "how results show", "\\x, --csv, --json"),
+    "mode": Dot(_mode, "[mode]", "table, line, csv, tabs, markdown or json", "\\x, --format"),
     "headers": Dot(_headers, "", "(column names always show)", ""),
     "read": Dot(_as("i"), "<file>", "run a file's statements and commands", "\\i <file>"),
     "output": Dot(_as("o"), "[file]", "send results to a file (no file: back here)", "\\o"),

@@ -1,5 +1,6 @@
-"""How the shell shows results: psql's aligned tables, expanded records (\\x), CSV and JSON,
-and a pager for what doesn't fit the terminal."""
+"""How the shell shows results: psql's aligned tables, expanded records (\\x), JSON, and the
+command line's row formats (CSV, TSV, Markdown, NDJSON); a pager for what doesn't fit the
+terminal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any, TextIO
 
 from .. import render, rowformats
 
-FORMATS = ("aligned", "csv", "json")
+FORMATS = ("aligned", "csv", "tsv", "markdown", "ndjson", "json")
+ROWS_ONLY = rowformats.TABULAR  # formats whose output is the rows alone (tags go to stderr)
 EXPANDED = ("off", "on", "auto")
 DEFAULT_PAGER = "less -SRFX"
 
@@ -38,9 +40,10 @@ def expanded(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """The rows as CSV, as the command line's --format csv writes them."""
-    return rowformats.csv_text(columns, rows).rstrip("\n")
+def rows_text(fmt: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The rows in ``fmt`` (CSV, TSV, Markdown, NDJSON), as the command line's --format
+    writes them."""
+    return rowformats.rows_text(fmt, columns, rows).rstrip("\n")
 
 
 def json_text(data: Any) -> str:

@@ -20,8 +20,8 @@ from typing import Any, TextIO
 
 import apsw
 
-from .. import progress, render, sqltext
-from ..cliargs import op_parser, parse_operation_args
+from .. import progress, render, rowformats, sqltext
+from ..cliargs import op_parser, parse_operation_call
 from ..errors import BAD_ARGUMENT, NOT_FOUND, ChronosError
 from ..operations.registry import REGISTRY, Operation, Reply
 from ..statements import chronos_sql
@@ -214,8 +214,8 @@ class Shell:
                 self._result(result["columns"], result["rows"])
             elif self.format == "json":
                 self._print(output.json_text({"tag": result["tag"]}), exact=True)
-            elif self.format == "csv" and "data" not in result:
-                self.err.write(render.terminal(result["tag"]) + "\n")  # stdout: CSV only
+            elif self.format in output.ROWS_ONLY and "data" not in result:
+                self.err.write(render.terminal(result["tag"]) + "\n")  # stdout: the rows only
             else:  # (a chronos statement's report, DIFF's, is what was asked for)
                 self._print(result["tag"])
         if reply.data.get("rolled_back"):
@@ -225,8 +225,8 @@ class Shell:
     def _result(self, columns: list[str], rows: list[list[Any]]) -> None:
         if self.format == "json":
             self._print(output.json_rows(columns, rows), exact=True)
-        elif self.format == "csv":
-            self._print(output.csv_text(columns, rows), exact=True)
+        elif self.format in output.ROWS_ONLY:
+            self._print(output.rows_text(self.format, columns, rows), exact=True)
         else:
             width = output.terminal_size().columns if self.expanded == "auto" else 0
             self._print(output.table(columns, rows, self.expanded, width))
@@ -300,19 +300,18 @@ class Shell:
             argv = shlex.split(rest)
         except ValueError as exc:
             raise ChronosError(f"\\{word}: {exc} (close the quote)") from None
-        if word == "d" and argv and not argv[0].startswith("-"):
-            argv = ["--table", argv[0], *argv[1:]]
-        args, as_json = parse_operation_args(op, argv, "\\")
+        args, shown_as = parse_operation_call(op, argv, "\\")
+        fmt = shown_as or self.format  # (--format: this call's)
         if "branch" in op.properties and "branch" not in args:
             if "branch" not in op.required or op.read_only:
                 args["branch"] = self.branch
         if "from" in op.properties and "from" not in args and self.branch != "main":
             args["from"] = self.branch  # (fork) from the shell's branch, as FORK WORLD
         reply = self.call(op.name, args)
-        if as_json or self.format == "json":
+        if fmt == "json":
             self._print(output.json_text(reply.data), exact=True)
-        elif reply.table and self.format == "csv":
-            self._print(output.csv_text(*reply.table), exact=True)
+        elif fmt in output.ROWS_ONLY:  # (the rows the command line's --format finds)
+            self._print(rowformats.formatted(fmt, reply.data).rstrip("\n"), exact=True)
         elif reply.table and self.expanded == "on":  # (auto: the MCP tool's text as it is)
             self._result(*reply.table)
         else:
@@ -409,7 +408,7 @@ class Shell:
     def _note(self, text: str) -> None:
         """What the shell says of itself (now on w, Timing is on): beside the results, or on
         stderr when stdout carries JSON or CSV for a program to read."""
-        if self.format in ("json", "csv"):
+        if self.format == "json" or self.format in output.ROWS_ONLY:
             self.err.write(render.terminal(text) + "\n")
             self.err.flush()
         else:
@@ -419,7 +418,7 @@ class Shell:
         """A statement's tag (BEGIN, ROLLBACK) as its format shows tags."""
         if self.format == "json":
             self._print(output.json_text({"tag": tag}), exact=True)
-        elif self.format == "csv":
+        elif self.format in output.ROWS_ONLY:
             self.err.write(render.terminal(tag) + "\n")
         else:
             self._print(tag)

@@ -90,6 +90,11 @@ def test_insert_reads_stdin_as_dash(shop):
 def test_a_script_reads_stdin_as_dash_and_takes_format(shop):
     out = run_cli(shop, "-f", "-", "--format", "csv", stdin="select 7 as x;")
     assert out.stdout == "x\n7\n"
+    # every format of the operations (table: the shell's aligned one)
+    out = run_cli(shop, "-c", "select 7 as x", "--format", "markdown")
+    assert out.stdout == "| x |\n| --- |\n| 7 |\n"
+    out = run_cli(shop, "-c", "select 7 as x, 8 as y", "--format", "ndjson")
+    assert out.stdout == '{"x": 7, "y": 8}\n'
 
 
 def test_wide_characters_align_by_display_width():
@@ -116,4 +121,4 @@ def test_the_shells_records_align_by_display_width_and_its_csv_is_the_cli_s():
 
     text = output.expanded(["城市", "n"], [["東京", 1]])
     assert text.splitlines()[1:] == ["城市 | 東京", "n    | 1"]
-    assert output.csv_text(["a", "b"], [[{"k": 1}, None]]) == 'a,b\n"{""k"": 1}",'
+    assert output.rows_text("csv", ["a", "b"], [[{"k": 1}, None]]) == 'a,b\n"{""k"": 1}",'

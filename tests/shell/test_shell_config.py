@@ -77,7 +77,7 @@ def test_a_bad_setting_is_reported_and_the_shell_still_starts(xdg, shop, folder,
     xdg.write_text('format = "yaml"\ntiming = "yes"\ncolour = "red"\nexpanded = "auto"\n')
     settings = config.load()
     assert settings.problems == [
-        f"{xdg}: 'format' must be aligned | csv | json, not 'yaml'",
+        f"{xdg}: 'format' must be aligned | csv | tsv | markdown | ndjson | json, not 'yaml'",
         f"{xdg}: 'timing' must be true or false, not 'yes'",
         f"{xdg}: unknown setting 'colour' (settings: pager, format, expanded, timing, startup)",
     ]

@@ -57,7 +57,17 @@ def test_mode_read_and_timer_are_the_shells_own(term, tmp_path):
     assert "one\n1\n" in out and "\ntwo | 2\n" in out and out.endswith(ADA)
     assert "results show as csv\n" in err  # (beside CSV, what the shell says goes to stderr)
     assert "results show as aligned records\n" in out
-    assert "ERROR: .mode takes table | box | column | aligned | line | csv | json, not yaml" in err
+    modes = "table | box | column | aligned | line | csv | tabs | markdown | json"
+    assert f"ERROR: .mode takes {modes}, not yaml" in err
+
+
+def test_mode_markdown_and_tabs_write_the_command_lines_formats(term):
+    keys = typed(".mode markdown", "select 1 as a, 'x|y' as b;", ".mode tabs", "select 2 as a;")
+    assert term.run(keys + typed(".exit")) == 0
+    assert (
+        term.out.getvalue().split("\n", 1)[1] == "| a | b |\n| --- | --- |\n| 1 | x\\|y |\na\n2\n"
+    )
+    assert term.err.getvalue() == "results show as markdown\nresults show as tsv\n"
 
 
 def test_dt_and_d_list_the_tables_and_d_table_describes_it(term, shop):
@@ -234,3 +244,13 @@ def test_d_table_shows_its_indexes_on_main_and_in_a_world(tmp_path):
         "index: CREATE INDEX t_name on t(name)\nindex: CREATE INDEX t_both on t(name, id)"
     )
     db.close()
+
+
+def test_an_operations_format_flag_is_this_calls_in_the_shell(term, shop):
+    """\\branches --csv (--format csv, --json) prints what the command line would; --format
+    table is the text even under .mode csv."""
+    keys = typed("\\branches --csv", "\\branches --format ndjson", ".mode csv")
+    assert term.run(keys + typed("\\branches --format table", "\\q")) == 0
+    out = term.out.getvalue().split("\n", 1)[1]
+    table = REGISTRY.call(shop.database, "branches", {}).text
+    assert out == 'name\nmain\n{"name": "main"}\n' + table + "\n"
