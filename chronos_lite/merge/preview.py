@@ -138,16 +138,36 @@ def _row_data(o) -> dict:
 
 
 def _row(o) -> list:
+    """A row of the preview's text: each side shows the fields that differ between the fork
+    point, the branch and the parent (as the review page does; the data holds whole rows),
+    the parent's "same as base" when it didn't change the row, the result "same as ours"
+    when it is the branch's."""
     c = o.change
     detail = "DELETE: the merge deletes this row" if o.deletes else o.detail
-    result = "" if o.outcome == "conflict" else (row_text(o.result) if o.write else "(unchanged)")
-    return [
-        c.table,
-        c.id,
-        o.outcome,
-        detail,
-        row_text(c.base),
-        row_text(c.ours),
-        row_text(c.theirs),
-        result,
-    ]
+    fields = _differing([c.base, c.ours, c.theirs])
+    theirs = _fields_text(c.theirs, fields)
+    if c.theirs is not None and c.theirs == c.base:
+        theirs = "same as base"
+    result = "" if o.outcome == "conflict" else "(unchanged)"
+    if o.write and o.outcome != "conflict":
+        same = o.result is not None and o.result == c.ours
+        result = "same as ours" if same else _fields_text(o.result, fields)
+    base, ours = _fields_text(c.base, fields), _fields_text(c.ours, fields)
+    return [c.table, c.id, o.outcome, detail, base, ours, theirs, result]
+
+
+def _differing(sides: list[dict | None]) -> list[str]:
+    """The fields whose values aren't the same on every side (every field, when none differ
+    or a side has no row: an insert or a delete shows its whole row)."""
+    names = list(dict.fromkeys(k for side in sides if side for k in side))
+    if any(side is None for side in sides):
+        return names
+    missing = object()
+    differ = [k for k in names if len({repr(side.get(k, missing)) for side in sides}) > 1]  # type: ignore[union-attr]
+    return differ or names
+
+
+def _fields_text(row: dict | None, fields: list[str]) -> str:
+    if row is None:
+        return "(none)"
+    return row_text({k: row[k] for k in fields if k in row})

@@ -224,6 +224,38 @@ def test_merge_preview_rows_and_pages(team):
     assert reply.data["conflicts"] == 1
 
 
+def test_the_previews_text_shows_the_fields_that_differ_and_the_data_whole_rows(team):
+    team.sql(
+        "update users set name = 'W' where id = 1; update users set name = 'Bo' where id = 2",
+        branch="w",
+    )
+    team.sql(
+        "update users set name = 'M' where id = 1; delete from users where id = 3", branch="main"
+    )
+    team.sql("insert into users(name, email) values ('Di', 'di@x')", branch="w")
+    reply = team.call("merge_preview", branch="w")
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[4:]]
+        for line in reply.text.splitlines()[2:]
+        if line.count("|") == 7 and "summary" not in line
+    }
+    assert rows["1"] == [
+        '{"name": "Ada"}',
+        '{"name": "W"}',
+        '{"name": "M"}',
+        "",
+    ]
+    assert rows["2"] == ['{"name": "Bob"}', '{"name": "Bo"}', "same as base", "same as ours"]
+    assert rows["4"] == [
+        "(none)",
+        '{"id": 4, "name": "Di", "email": "di@x"}',
+        "(none)",
+        "same as ours",
+    ]
+    whole = {r["id"]: r for r in reply.data["rows"]}
+    assert whole["2"]["ours"] == {"id": 2, "name": "Bo", "email": "bob@x"}
+
+
 def test_rebase_takes_in_the_parent_and_keeps_the_world(team):
     team.sql("update users set name = 'W' where id = 1", branch="w")
     team.sql(
