@@ -150,8 +150,7 @@ def _init(argv: list[str]) -> int:
     return 0
 
 
-# A script's formats (the shell's own names: its aligned table is the operations' table)
-# a script's --format: the command line's formats (table: the shell's aligned one)
+# A script's formats: the operations' (the shell's own name for their table: aligned)
 SCRIPT_FORMATS = {**{f: f for f in rowformats.FORMATS}, "table": "aligned"}
 
 

@@ -167,14 +167,6 @@ def op_parser(op: Operation, prog: str = "chronos <folder> ") -> argparse.Argume
     return parser
 
 
-def parse_operation_args(
-    op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
-) -> tuple[dict[str, Any], bool]:
-    """The operation's arguments from a command line, and whether --json was asked for."""
-    args, shown_as = parse_operation_call(op, argv, prog)
-    return args, shown_as == "json"
-
-
 def parse_operation_call(
     op: Operation, argv: Sequence[str], prog: str = "chronos <folder> "
 ) -> tuple[dict[str, Any], str | None]:

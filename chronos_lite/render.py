@@ -222,6 +222,19 @@ def json_row(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if row is None else {k: json_value(v) for k, v in row.items()}
 
 
+def differing(sides: Sequence[dict[str, Any] | None]) -> list[str]:
+    """The fields whose values aren't the same on every side of a change (base, ours,
+    theirs): what a preview shows of each. Every field when none differ, or when a side has no
+    row (an insert, a delete: the whole row)."""
+    names = list(dict.fromkeys(k for side in sides if side for k in side))
+    differ = [k for k in names if len({_side_value(s, k) for s in sides}) > 1]
+    return differ or names
+
+
+def _side_value(side: dict[str, Any] | None, field: str) -> str:
+    return "(none)" if side is None else repr(side.get(field))  # (repr: 1, 1.0, True apart)
+
+
 def row_json(row: dict[str, Any]) -> str:
     """A row as one line of JSON text."""
     return json.dumps(json_row(row), ensure_ascii=False)

@@ -144,7 +144,7 @@ def _row(o) -> list:
     when it is the branch's."""
     c = o.change
     detail = "DELETE: the merge deletes this row" if o.deletes else o.detail
-    fields = _differing([c.base, c.ours, c.theirs])
+    fields = render.differing([c.base, c.ours, c.theirs])
     theirs = _fields_text(c.theirs, fields)
     if c.theirs is not None and c.theirs == c.base:
         theirs = "same as base"
@@ -154,17 +154,6 @@ def _row(o) -> list:
         result = "same as ours" if same else _fields_text(o.result, fields)
     base, ours = _fields_text(c.base, fields), _fields_text(c.ours, fields)
     return [c.table, c.id, o.outcome, detail, base, ours, theirs, result]
-
-
-def _differing(sides: list[dict | None]) -> list[str]:
-    """The fields whose values aren't the same on every side (every field, when none differ
-    or a side has no row: an insert or a delete shows its whole row)."""
-    names = list(dict.fromkeys(k for side in sides if side for k in side))
-    if any(side is None for side in sides):
-        return names
-    missing = object()
-    differ = [k for k in names if len({repr(side.get(k, missing)) for side in sides}) > 1]  # type: ignore[union-attr]
-    return differ or names
 
 
 def _fields_text(row: dict | None, fields: list[str]) -> str:

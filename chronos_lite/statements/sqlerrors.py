@@ -111,10 +111,12 @@ def _columns_named(db: Database, session: Session, stmt: str) -> str:
 
 def _unquoted_moment(stmt: str) -> bool:
     """Whether ``stmt`` has an AS OF whose moment isn't a string (``AS OF now``)."""
-    found = tokens(stmt)
+    words = [
+        (text.upper() if kind == "word" else "", kind) for text, kind, _at, _end in tokens(stmt)
+    ]
     return any(
-        a[0].upper() == "AS" and of[0].upper() == "OF" and moment[1] != "string"
-        for a, of, moment in zip(found, found[1:], found[2:], strict=False)
+        a == "AS" and of == "OF" and moment != "string"
+        for (a, _), (of, _), (_, moment) in zip(words, words[1:], words[2:], strict=False)
     )
 
 

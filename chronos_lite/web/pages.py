@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import render
 from ..errors import ChronosError
 from ..operations.registry import Reply
 from .html import esc, form, link, note, pager, table, value
@@ -189,16 +190,11 @@ def _version(call: Call, name: str) -> int | None:
 def _preview_row(row: dict) -> list[str]:
     """A preview row: the fields that differ between the fork point, the world and the parent."""
     sides = [row.get("base"), row.get("ours"), row.get("theirs")]
-    names = list(dict.fromkeys(k for side in sides if side for k in side))
-    differ = [k for k in names if len({_key(s, k) for s in sides}) > 1] or names
+    differ = render.differing(sides)
     outcome = esc(row["outcome"])
     if row["outcome"] == "conflict":
         outcome = f'<b class="conflict">{outcome}</b>'
     return [esc(row["key"]), outcome, esc(row["detail"]), *(_side(s, differ) for s in sides)]
-
-
-def _key(side: dict | None, field: str) -> str:
-    return "(none)" if side is None else repr(side.get(field))
 
 
 def _side(side: dict | None, fields: list[str]) -> str:

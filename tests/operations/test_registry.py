@@ -9,7 +9,7 @@ import pytest
 from helpers import ROOT
 
 from chronos_lite import REGISTRY, ChronosError
-from chronos_lite.cliargs import parse_operation_args
+from chronos_lite.cliargs import parse_operation_call
 
 SCHEMAS = ROOT / "schemas"
 
@@ -175,14 +175,14 @@ def test_annotations_and_descriptions():
 
 
 def test_cli_builds_arguments_from_the_schema():
-    args, as_json = parse_operation_args(REGISTRY.get("discard"), ["--cascade", "task-1", "--json"])
-    assert args == {"branch": "task-1", "cascade": True} and as_json
-    args, _ = parse_operation_args(REGISTRY.get("sql"), ["-b", "w", "select $1", "--params", "[1]"])
+    args, shown = parse_operation_call(REGISTRY.get("discard"), ["--cascade", "task-1", "--json"])
+    assert args == {"branch": "task-1", "cascade": True} and shown == "json"
+    args, _ = parse_operation_call(REGISTRY.get("sql"), ["-b", "w", "select $1", "--params", "[1]"])
     assert args == {"sql": "select $1", "branch": "w", "params": [1]}
-    args, _ = parse_operation_args(REGISTRY.get("discard"), ["x", "--no-cascade"])
+    args, _ = parse_operation_call(REGISTRY.get("discard"), ["x", "--no-cascade"])
     assert args == {"branch": "x", "cascade": False}
     with pytest.raises(ChronosError, match="written as JSON"):
-        parse_operation_args(REGISTRY.get("fork"), ["x", "--meta", "{oops"])
+        parse_operation_call(REGISTRY.get("fork"), ["x", "--meta", "{oops"])
 
 
 def test_an_array_parameter_is_described_in_plain_words():

@@ -14,7 +14,7 @@ from helpers import ROOT, run_cli
 
 import chronos_lite
 from chronos_lite import REGISTRY, ChronosError
-from chronos_lite.cliargs import parse_operation_args
+from chronos_lite.cliargs import parse_operation_call
 from chronos_lite.operations.registry import Caller
 from chronos_lite.shell.session import Shell
 
@@ -542,15 +542,15 @@ def test_the_schema():
         "encoding",
         "branch",
     }
-    args, as_json = parse_operation_args(
+    args, shown = parse_operation_call(
         REGISTRY.get("insert"), ["users", "u.csv", "--pk", "a,b", "--upsert", "-b", "w", "--json"]
     )
     assert args == {"table": "users", "file": "u.csv", "pk": ["a", "b"], "upsert": True}.__or__(
         {"branch": "w"}
     )
-    assert as_json
-    args, _ = parse_operation_args(REGISTRY.get("insert"), ["users", "u.csv", "--pk", "id"])
-    assert args["pk"] == ["id"]
+    assert shown == "json"
+    args, shown = parse_operation_call(REGISTRY.get("insert"), ["users", "u.csv", "--pk", "id"])
+    assert args["pk"] == ["id"] and shown is None  # (none asked for: the front end's own)
 
 
 def test_python_method(db, tmp_path):
